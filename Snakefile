@@ -1,0 +1,31 @@
+# How memory decides the speed of GPU matrix multiply: build, verify, time,
+# profile every kernel variant, then render the report. See README.md.
+from snakemake.utils import min_version
+
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+
+
+if MODE == "measure":
+
+    include: "workflow/rules/measure.smk"
+
+else:
+
+    include: "workflow/rules/replay.smk"
+
+
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        "results/report/index.html",
+        expand("results/report/{page}.html", page=PAGE_NAMES),
+    default_target: True

@@ -1,0 +1,3 @@
+from gpumm.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,191 @@
+"""The kernel catalog: load it, check it, expand it into runnable variants.
+
+``kernels/catalog.yaml`` lists variant *families*. A family with params (a
+compile-time define such as TILE) expands to one :class:`Variant` per value,
+named ``<family>_<param><value>`` (``tiled_tile16``); a family without params
+is one variant named like the family.
+"""
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from gpumm import expr, paths
+
+MAX_THREADS_PER_BLOCK = 1024
+
+
+class CatalogError(ValueError):
+    """The catalog, or a selection from it, is not valid."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One buildable, runnable kernel variant."""
+
+    id: str
+    family: str
+    kind: str  # cuda | cublas
+    label: str
+    flops: str
+    bytes: str
+    studies: tuple[str, ...]
+    file: str | None = None
+    entry: str | None = None
+    block: tuple[str, str] | None = None
+    grid: tuple[str, str] | None = None
+    defines: tuple[tuple[str, int], ...] = field(default_factory=tuple)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.kind == "cuda"
+
+    @property
+    def source(self) -> Path | None:
+        return paths.KERNELS / self.file if self.file else None
+
+    def defines_text(self) -> str:
+        """Defines as 'A=1,B=2' ('' when none), the form written to tables."""
+        return ",".join(f"{k}={v}" for k, v in self.defines)
+
+    def names(self, M: int = 0, N: int = 0, K: int = 0) -> dict[str, int]:
+        return {"M": M, "N": N, "K": K, **dict(self.defines)}
+
+    def block_dims(self) -> tuple[int, int, int]:
+        x, y = (int(expr.evaluate(e, self.names())) for e in self.block)
+        return (x, y, 1)
+
+    def grid_dims(self, M: int, N: int, K: int) -> tuple[int, int, int]:
+        x, y = (int(expr.evaluate(e, self.names(M, N, K))) for e in self.grid)
+        return (x, y, 1)
+
+    def work(self, M: int, N: int, K: int) -> tuple[float, float]:
+        """(flops, bytes) of one product by the catalog's model."""
+        names = self.names(M, N, K)
+        return (float(expr.evaluate(self.flops, names)), float(expr.evaluate(self.bytes, names)))
+
+    def digest(self) -> str:
+        """Digest of what decides this variant's code: source bytes, defines, entry."""
+        h = hashlib.sha256()
+        h.update(json.dumps([self.kind, self.entry, list(self.defines)]).encode())
+        if self.source is not None:
+            h.update(self.source.read_bytes())
+        return h.hexdigest()[:16]
+
+
+def load(path: Path = paths.CATALOG) -> dict:
+    """Read and schema-check the catalog; return its families by name."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogError(f"cannot read the kernel catalog {path}: {exc}") from exc
+    schema = yaml.safe_load(paths.CATALOG_SCHEMA.read_text())
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top)"
+        raise CatalogError(f"{path.name}: {where}: {error.message}")
+    families = data["variants"]
+    for name, fam in families.items():
+        _check_family(name, fam)
+    return families
+
+
+def _check_family(name: str, fam: dict) -> None:
+    if fam["kind"] != "cuda":
+        return
+    source = paths.KERNELS / fam["file"]
+    if not source.is_file():
+        raise CatalogError(f"catalog: {name}: kernel file {source} does not exist")
+    params = fam.get("params", {})
+    allowed = {"M", "N", "K", *params}
+    for key in ("block", "grid", "flops", "bytes"):
+        items = fam[key] if isinstance(fam[key], list) else [fam[key]]
+        for text in items:
+            try:
+                unknown = expr.names_in(text) - allowed
+            except SyntaxError as exc:
+                raise CatalogError(f"catalog: {name}.{key}: cannot parse {text!r}") from exc
+            if unknown:
+                raise CatalogError(f"catalog: {name}.{key}: unknown names {sorted(unknown)} in {text!r}")
+    for pname, spec in params.items():
+        bad = [v for v in spec["default"] if not spec["min"] <= v <= spec["max"]]
+        if bad:
+            raise CatalogError(f"catalog: {name}.params.{pname}: defaults {bad} outside {spec['min']}..{spec['max']}")
+
+
+def expand(selection: dict[str, dict[str, list[int]]], families: dict | None = None) -> list[Variant]:
+    """Turn the config's ``variants`` selection into Variants, checking every value.
+
+    Raises CatalogError naming the config key and what is allowed.
+    """
+    families = load() if families is None else families
+    out: list[Variant] = []
+    for name, chosen in selection.items():
+        if name not in families:
+            raise CatalogError(f"variants.{name}: unknown variant; allowed: {', '.join(sorted(families))}")
+        fam = families[name]
+        params = fam.get("params", {})
+        chosen = chosen or {}
+        for pname in chosen:
+            if pname not in params:
+                allowed = ", ".join(params) or "none (this variant has no params)"
+                raise CatalogError(f"variants.{name}.{pname}: unknown param; allowed: {allowed}")
+        values = {}
+        for pname, spec in params.items():
+            vals = chosen.get(pname, spec["default"])
+            for v in vals:
+                if not spec["min"] <= v <= spec["max"]:
+                    raise CatalogError(
+                        f"variants.{name}.{pname}: {v} is not allowed; allowed: integers {spec['min']} to {spec['max']}"
+                    )
+            values[pname] = sorted(set(vals))
+        combos = list(itertools.product(*values.values())) if values else [()]
+        for combo in combos:
+            defines = tuple(zip(values.keys(), combo))
+            vid = name + "".join(f"_{k.lower()}{v}" for k, v in defines)
+            variant = Variant(
+                id=vid,
+                family=name,
+                kind=fam["kind"],
+                label=fam["label"],
+                flops=fam["flops"],
+                bytes=fam["bytes"],
+                studies=tuple(fam["studies"]),
+                file=fam.get("file"),
+                entry=fam.get("entry"),
+                block=tuple(fam["block"]) if "block" in fam else None,
+                grid=tuple(fam["grid"]) if "grid" in fam else None,
+                defines=defines,
+            )
+            if variant.is_cuda:
+                threads = variant.block_dims()[0] * variant.block_dims()[1]
+                if threads > MAX_THREADS_PER_BLOCK:
+                    raise CatalogError(
+                        f"variants.{name}: {variant.defines_text()} gives {threads} threads per block; "
+                        f"at most {MAX_THREADS_PER_BLOCK} allowed"
+                    )
+            out.append(variant)
+    return out
+
+
+def by_id(variants: list[Variant]) -> dict[str, Variant]:
+    return {v.id: v for v in variants}
+
+
+def from_id(vid: str, families: dict | None = None) -> Variant:
+    """The variant a name such as ``tiled_tile16`` stands for."""
+    import re
+
+    families = load() if families is None else families
+    for name, fam in families.items():
+        params = list(fam.get("params", {}))
+        pattern = re.escape(name) + "".join(f"_{p.lower()}(\\d+)" for p in params)
+        m = re.fullmatch(pattern, vid)
+        if m:
+            return expand({name: {p: [int(g)] for p, g in zip(params, m.groups())}}, families)[0]
+    raise CatalogError(f"unknown variant {vid!r}")

@@ -1,0 +1,218 @@
+"""Command line of the pipeline: ``python -m gpumm <step> ...``; each Snakemake rule calls one step."""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from gpumm import catalog, paths
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def _shapes(text: str) -> list[list[int]]:
+    return [[int(d) for d in s.split("x")] for s in text.split(",") if s]
+
+
+def cmd_build(a):
+    from gpumm import build
+
+    report = build.build(catalog.from_id(a.variant), a.arch, Path(a.out_dir))
+    print(
+        f"built {a.variant} for {a.arch}: {report['registers']} registers, {report['smem_bytes']} B shared, "
+        f"{report['spill_store_bytes']} B spill stores"
+    )
+
+
+def cmd_measure(a):
+    from gpumm import measure
+
+    v = catalog.from_id(a.variant)
+    plan = measure.Plan(
+        shapes=measure.shapes_from(_ints(a.sizes), _shapes(a.shapes)),
+        modes=a.modes.split(","),
+        warmups=a.warmups,
+        repeats=a.repeats,
+        budget_s=a.budget,
+        seed=a.seed,
+        cpu_max_mnk=a.cpu_max_mnk,
+    )
+    started = time.time()
+    df = measure.run(v, Path(a.cubin) if a.cubin else None, plan)
+    measure.write(df, measure.meta_for(v, plan, started, df), Path(a.out_dir))
+    shapes = df.drop_duplicates(["M", "N", "K", "memory_mode"])
+    print(f"{a.variant}: " + ", ".join(f"{s} {n}" for s, n in shapes["status"].value_counts().items()))
+    failed = shapes[shapes["status"] == "failed"]
+    for _, r in failed.iterrows():
+        print(f"  FAILED {r.M}x{r.N}x{r.K} {r.memory_mode}: {r.reason}", file=sys.stderr)
+
+
+def cmd_profile(a):
+    from gpumm import profile
+
+    v = catalog.from_id(a.variant)
+    if a.disabled:
+        profile.missing(v, a.size, "profiling disabled in the config (profile.enabled: false)", Path(a.out_dir))
+        return
+    df = profile.run(v, Path(a.cubin) if a.cubin else None, a.size, a.seed, a.metrics.split(","), Path(a.out_dir))
+    print(f"profile {a.variant}: {df['status'].iloc[0]} ({len(df)} rows)")
+
+
+def cmd_profile_target(a):
+    """Exactly one launch of a variant, for ncu to catch (no verification, no other kernels)."""
+    from gpumm import measure, memory
+    from gpumm.launch import Launcher
+
+    v = catalog.from_id(a.variant)
+    mode = memory.get("device")
+    A_host, B_host = measure.inputs(a.seed, a.size, a.size, a.size)
+    A, B, C = mode.place(A_host), mode.place(B_host), mode.empty((a.size, a.size))
+    Launcher(v, Path(a.cubin) if a.cubin else None).bind(A, B, C)()
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+
+
+def cmd_provenance(a):
+    from gpumm import provenance
+
+    digests = {vid: catalog.from_id(vid).digest() for vid in a.variants.split(",")}
+    provenance.write(provenance.collect(a.config_digest, digests, a.why), Path(a.out))
+
+
+def cmd_replay(a):
+    from gpumm import replay
+
+    v = catalog.from_id(a.variant)
+    if a.part == "build":
+        replay.resources(v, Path(a.archive))
+        return
+    meta = replay.variant(v, Path(a.archive))
+    note = " (STALE: source changed since the archived run)" if meta.get("stale") else ""
+    print(f"replayed {a.variant}: {meta['origin']}{note}")
+
+
+def cmd_replay_provenance(a):
+    from gpumm import replay
+
+    current = {vid: catalog.from_id(vid).digest() for vid in a.variants.split(",")}
+    replay.provenance(Path(a.archive), a.why, current)
+
+
+def cmd_collect(a):
+    from gpumm import tables
+
+    variants = [catalog.from_id(v) for v in a.variants.split(",")]
+    tables.collect(variants, paths.RESULTS, Path(a.out))
+
+
+def cmd_index(a):
+    import pandas as pd
+
+    from gpumm import report
+
+    t = Path(a.tables)
+    report.index(
+        json.loads((t / "source.json").read_text()),
+        pd.read_csv(t / "variants.csv"),
+        pd.read_csv(t / "profiles.csv"),
+        Path(a.out),
+    )
+
+
+def cmd_archive(a):
+    from gpumm import reference
+
+    dest = reference.write(paths.RESULTS)
+    print(f"archived results/ into {dest}")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m gpumm", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("build", help="nvcc one variant: cubin, ptx, resource report")
+    s.add_argument("--variant", required=True)
+    s.add_argument("--arch", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_build)
+
+    s = sub.add_parser("measure", help="verify and time one variant")
+    s.add_argument("--variant", required=True)
+    s.add_argument("--cubin")
+    s.add_argument("--sizes", required=True, help="comma-separated square sizes")
+    s.add_argument("--shapes", default="", help="comma-separated MxNxK")
+    s.add_argument("--modes", default="device")
+    s.add_argument("--warmups", type=int, default=3)
+    s.add_argument("--repeats", type=int, default=20)
+    s.add_argument("--budget", type=float, default=20.0)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--cpu-max-mnk", type=int, default=128**3)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_measure)
+
+    s = sub.add_parser("profile", help="Nsight Compute on one launch of one variant")
+    s.add_argument("--variant", required=True)
+    s.add_argument("--cubin")
+    s.add_argument("--size", type=int, required=True)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--metrics", default="gpu__time_duration.sum")
+    s.add_argument("--disabled", action="store_true")
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_profile)
+
+    s = sub.add_parser("profile-target", help="one launch, for ncu")
+    s.add_argument("--variant", required=True)
+    s.add_argument("--cubin")
+    s.add_argument("--size", type=int, required=True)
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(fn=cmd_profile_target)
+
+    s = sub.add_parser("provenance", help="record where this run measures")
+    s.add_argument("--variants", required=True)
+    s.add_argument("--config-digest", required=True)
+    s.add_argument("--why", default="")
+    s.add_argument("--out", required=True)
+    s.set_defaults(fn=cmd_provenance)
+
+    s = sub.add_parser("replay", help="copy one variant's archived results")
+    s.add_argument("--variant", required=True)
+    s.add_argument("--archive", required=True)
+    s.add_argument("--part", choices=["raw", "build"], default="raw")
+    s.set_defaults(fn=cmd_replay)
+
+    s = sub.add_parser("replay-provenance", help="the archived run's provenance, marked replayed")
+    s.add_argument("--archive", required=True)
+    s.add_argument("--variants", required=True)
+    s.add_argument("--why", default="")
+    s.set_defaults(fn=cmd_replay_provenance)
+
+    s = sub.add_parser("collect", help="tidy tables for the notebooks")
+    s.add_argument("--variants", required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(fn=cmd_collect)
+
+    s = sub.add_parser("index", help="the report's front page")
+    s.add_argument("--tables", required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(fn=cmd_index)
+
+    s = sub.add_parser("archive", help="copy a measured results/ into data/reference/<gpu>/")
+    s.set_defaults(fn=cmd_archive)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from gpumm.build import BuildError
+    from gpumm.reference import ArchiveError
+
+    a = parser().parse_args(argv)
+    try:
+        a.fn(a)
+    except (catalog.CatalogError, BuildError, ArchiveError, FileNotFoundError) as exc:
+        print(f"gpumm {a.cmd}: {exc}", file=sys.stderr)
+        return 2
+    return 0

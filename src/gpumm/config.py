@@ -1,0 +1,94 @@
+"""Checks of config.yaml beyond what Snakemake's validate() reports.
+
+Snakemake's ``validate()`` checks the config against the JSON schema and fills
+defaults; its message on failure is long. :func:`explain` turns the first
+schema error into one line naming the key and what is allowed, and
+:func:`check` adds the checks a schema cannot express (variants against the
+catalog, the chosen metric set).
+"""
+
+import hashlib
+import json
+
+import jsonschema
+import yaml
+
+from gpumm import catalog, paths
+
+
+class ConfigError(ValueError):
+    """A config value is not allowed; the message names the key."""
+
+
+def schema() -> dict:
+    return yaml.safe_load(paths.CONFIG_SCHEMA.read_text())
+
+
+def _key(path) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def explain(config: dict) -> str | None:
+    """One line for the most relevant schema error, or None if the config is valid."""
+    sch = schema()
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(sch).iter_errors(config))
+    if error is None:
+        return None
+    key = _key(error.absolute_path)
+    desc = _description(sch, list(error.absolute_path))
+    value = json.dumps(error.instance) if not isinstance(error.instance, dict) else "this mapping"
+    if error.validator == "additionalProperties":
+        return f"config: {key}: {error.message}" + (f"; allowed keys: {', '.join(_keys_at(sch, error.absolute_path))}")
+    line = f"config: {key} = {value} is not allowed: {error.message}"
+    return line + (f". Allowed: {desc}" if desc else "")
+
+
+def _keys_at(sch: dict, path) -> list[str]:
+    node = sch
+    for p in path:
+        node = (
+            node.get("properties", {}).get(p, node.get("additionalProperties", {}))
+            if isinstance(p, str)
+            else node.get("items", {})
+        )
+    return sorted(node.get("properties", {}))
+
+
+def _description(sch: dict, path: list) -> str:
+    """The schema description nearest to ``path`` (walking down as far as it goes)."""
+    node, desc = sch, ""
+    for p in path:
+        if isinstance(p, int):
+            node = node.get("items", {})
+        else:
+            node = node.get("properties", {}).get(p) or node.get("additionalProperties") or {}
+        if not isinstance(node, dict):
+            break
+        desc = node.get("description", desc)
+    return desc
+
+
+def check(config: dict) -> list[catalog.Variant]:
+    """Checks a schema cannot express; returns the expanded variants.
+
+    Raises ConfigError (message: key, value, what is allowed).
+    """
+    try:
+        variants = catalog.expand(config["variants"])
+    except catalog.CatalogError as exc:
+        raise ConfigError(f"config: {exc}") from exc
+    prof = config.get("profile", {})
+    sets = prof.get("metric_sets", {})
+    name = prof.get("metric_set", "memory")
+    if prof.get("enabled", True) and name not in sets:
+        allowed = ", ".join(sorted(sets)) or "none defined under profile.metric_sets"
+        raise ConfigError(f"config: profile.metric_set = {name!r} is not allowed; allowed: {allowed}")
+    return variants
+
+
+def digest(config: dict) -> str:
+    """A stable digest of the effective config (after defaults)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]

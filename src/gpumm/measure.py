@@ -1,0 +1,178 @@
+"""Verify, then time, one variant at every configured shape and memory mode.
+
+For each shape (smallest work first): draw fresh random inputs from a seed
+derived from the run's seed and the shape, poison C with NaN, launch once,
+compare with a float64 reference; only a verified variant is timed. A shape
+whose predicted time (from the rate at the previous shape) exceeds the budget
+is skipped, and the skip is a row in the output with its reason.
+"""
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpumm import memory, timing, verify
+from gpumm.catalog import Variant
+from gpumm.launch import Launcher
+
+COLUMNS = [
+    "variant",
+    "family",
+    "defines",
+    "kind",
+    "M",
+    "N",
+    "K",
+    "memory_mode",
+    "timed",
+    "repeat",
+    "ms",
+    "gflops",
+    "max_rel_err",
+    "tolerance",
+    "reference",
+    "verified",
+    "status",
+    "reason",
+]
+
+
+@dataclass(frozen=True)
+class Plan:
+    shapes: list[tuple[int, int, int]]
+    modes: list[str]
+    warmups: int
+    repeats: int
+    budget_s: float
+    seed: int
+    cpu_max_mnk: int
+
+
+def inputs(seed: int, M: int, N: int, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random A (M x K) and B (K x N), uniform in [-1, 1), float32; fresh per shape."""
+    rng = np.random.default_rng([seed, M, N, K])
+    A = rng.uniform(-1.0, 1.0, size=(M, K)).astype(np.float32)
+    B = rng.uniform(-1.0, 1.0, size=(K, N)).astype(np.float32)
+    return A, B
+
+
+def shapes_from(sizes: list[int], extra: list[list[int]]) -> list[tuple[int, int, int]]:
+    """Square sizes and extra shapes, without repeats, smallest work first."""
+    shapes = {(s, s, s) for s in sizes} | {tuple(s) for s in extra}
+    return sorted(shapes, key=lambda s: (s[0] * s[1] * s[2], s))
+
+
+def run(variant: Variant, cubin: Path | None, plan: Plan, progress: bool = True) -> pd.DataFrame:
+    """All rows (samples, failures, skips) for one variant."""
+    from tqdm import tqdm
+
+    launcher = Launcher(variant, cubin)
+    rows: list[dict] = []
+    work = [(m, s) for m in plan.modes for s in plan.shapes]
+    bar = tqdm(work, desc=variant.id, unit="shape", disable=not progress, mininterval=0.5)
+    rate: dict[str, float] = {}  # flop/s at the last measured shape, per mode
+    broken = ""
+    for mode_name, (M, N, K) in bar:
+        bar.set_postfix_str(f"{mode_name} {M}x{N}x{K}")
+        base = dict(
+            variant=variant.id,
+            family=variant.family,
+            defines=variant.defines_text(),
+            kind=variant.kind,
+            M=M,
+            N=N,
+            K=K,
+            memory_mode=mode_name,
+            timed="kernel",
+        )
+        flops, _ = variant.work(M, N, K)
+        if broken:
+            rows.append({**base, "status": "failed", "reason": f"not run: an earlier CUDA error ({broken})"})
+            continue
+        launches = plan.warmups + plan.repeats + 1
+        if mode_name in rate and flops / rate[mode_name] * launches > plan.budget_s:
+            predicted = flops / rate[mode_name] * launches
+            rows.append(
+                {
+                    **base,
+                    "status": "skipped",
+                    "reason": f"predicted {predicted:.0f} s for {launches} launches > budget {plan.budget_s:g} s",
+                }
+            )
+            continue
+        try:
+            new_rows, seconds = _one_shape(launcher, memory.get(mode_name), plan, base, M, N, K, flops)
+        except Exception as exc:  # a CUDA error poisons the context: record it, stop launching
+            broken = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            rows.append({**base, "status": "failed", "reason": broken})
+            continue
+        rows.extend(new_rows)
+        if seconds:
+            rate[mode_name] = flops / seconds
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _one_shape(launcher, mode, plan, base, M, N, K, flops):
+    import cupy
+
+    A_host, B_host = inputs(plan.seed, M, N, K)
+    A, B = mode.place(A_host), mode.place(B_host)
+    C = mode.empty((M, N))
+    C.fill(np.nan)  # poison: an element the kernel never writes stays NaN
+    launch = launcher.bind(A, B, C)
+    launch()
+    cupy.cuda.Device().synchronize()
+    ref, abs_ref, where = verify.reference(A_host, B_host, plan.cpu_max_mnk)
+    out = mode.fetch(C) if where == "cpu_f64" else C
+    check = verify.compare(out, ref, abs_ref, K, where)
+    del ref, abs_ref, out
+    common = dict(max_rel_err=check.max_rel_err, tolerance=check.tolerance, reference=where, verified=check.ok)
+    if not check.ok:
+        return [{**base, **common, "status": "failed", "reason": check.reason}], 0.0
+    # one timed launch predicts the whole measurement; skip it if over budget
+    single = timing.time_launches(launch, 0, 1)[0] / 1e3
+    launches = plan.warmups + plan.repeats
+    if single * launches > plan.budget_s:
+        reason = f"one launch took {single:.2f} s: {launches} launches > budget {plan.budget_s:g} s"
+        return [{**base, **common, "status": "skipped", "reason": reason}], single
+    samples = timing.time_launches(launch, plan.warmups, plan.repeats)
+    rows = [
+        {**base, **common, "repeat": i, "ms": ms, "gflops": flops / (ms * 1e-3) / 1e9, "status": "ok", "reason": ""}
+        for i, ms in enumerate(samples)
+    ]
+    del A, B, C
+    cupy.get_default_memory_pool().free_all_blocks()
+    return rows, float(np.median(samples)) / 1e3
+
+
+def write(df: pd.DataFrame, meta: dict, out_dir: Path) -> None:
+    """samples.csv and meta.json, each written whole or not at all."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out_dir / "samples.csv.tmp", index=False)
+    (out_dir / "meta.json.tmp").write_text(json.dumps(meta, indent=1))
+    (out_dir / "samples.csv.tmp").replace(out_dir / "samples.csv")
+    (out_dir / "meta.json.tmp").replace(out_dir / "meta.json")
+
+
+def meta_for(variant: Variant, plan: Plan, started: float, df: pd.DataFrame) -> dict:
+    status = df.drop_duplicates(["M", "N", "K", "memory_mode"])["status"].value_counts().to_dict()
+    return {
+        "variant": variant.id,
+        "family": variant.family,
+        "defines": variant.defines_text(),
+        "digest": variant.digest(),
+        "source": variant.file,
+        "seed": plan.seed,
+        "warmups": plan.warmups,
+        "repeats": plan.repeats,
+        "budget_s": plan.budget_s,
+        "tolerance_rule": "2*K*2^-24 on |C-ref|/(|A||B|), float64 reference (see gpumm/verify.py)",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "seconds": round(time.time() - started, 2),
+        "shape_status": status,
+        "origin": "measured",
+    }

@@ -1,0 +1,30 @@
+"""Every path the pipeline reads or writes, in one place."""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "kernels"
+CATALOG = KERNELS / "catalog.yaml"
+SCHEMAS = ROOT / "workflow" / "schemas"
+CONFIG_SCHEMA = SCHEMAS / "config.schema.yaml"
+CATALOG_SCHEMA = SCHEMAS / "catalog.schema.yaml"
+NOTEBOOKS = ROOT / "notebooks"
+REFERENCE = ROOT / "data" / "reference"
+PUBLISHED = ROOT / "data" / "published" / "published_numbers.csv"
+
+# Relative to the working directory of a run (the Snakemake workdir).
+RESULTS = Path("results")
+BUILD = RESULTS / "build"
+RAW = RESULTS / "raw"
+TABLES = RESULTS / "tables"
+REPORT = RESULTS / "report"
+
+
+def build_dir(variant: str, results: Path = RESULTS) -> Path:
+    """Folder of one variant's compiler outputs."""
+    return results / "build" / variant
+
+
+def raw_dir(variant: str, results: Path = RESULTS) -> Path:
+    """Folder of one variant's measurements, metadata and profile."""
+    return results / "raw" / variant

@@ -1,0 +1,136 @@
+"""Profile one launch of a variant with Nsight Compute; never fail the pipeline.
+
+``ncu`` runs ``python -m gpumm profile-target`` (which makes exactly one launch
+of the variant) with a named metric set and ``--clock-control none``, exports
+a ``.ncu-rep`` for users to open, then imports it to CSV and parses it. When
+ncu is missing, lacks permission for the counters (ERR_NVGPUCTRPERM) or
+profiles no kernel, the output says so in its ``status`` and ``reason`` and the
+run carries on.
+"""
+
+import glob
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from gpumm import ncu
+from gpumm.catalog import Variant
+
+COLUMNS = ["variant", "M", "N", "K", "launch", "kernel", "metric", "value", "unit", "status", "reason"]
+# cuBLAS picks its kernel at run time; its names contain one of these.
+LIBRARY_KERNELS = "regex:gemm|xmma|cutlass"
+
+
+def find_ncu() -> str | None:
+    """ncu on PATH, else where CUDA and Nsight Compute install it."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    candidates = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu")) + ["/usr/local/cuda/bin/ncu"]
+    return next((c for c in reversed(candidates) if Path(c).is_file()), None)
+
+
+def kernel_filter(variant: Variant) -> str:
+    return f"regex:{variant.entry}" if variant.is_cuda else LIBRARY_KERNELS
+
+
+def diagnose(log: str, returncode: int, rows: list) -> str:
+    """'' when the profile is usable, else one line saying why not."""
+    if "ERR_NVGPUCTRPERM" in log:
+        return "ncu has no permission to read the GPU performance counters (ERR_NVGPUCTRPERM)"
+    if "No kernels were profiled" in log:
+        return "ncu profiled no kernel (the kernel filter matched no launch)"
+    if returncode != 0:
+        last = [ln for ln in log.splitlines() if ln.strip()][-1:] or ["no output"]
+        return f"ncu exited with status {returncode}: {last[0][:200]}"
+    if not rows:
+        return "ncu wrote no metrics"
+    return ""
+
+
+def run(variant: Variant, cubin: Path | None, size: int, seed: int, metrics: list[str], out_dir: Path) -> pd.DataFrame:
+    """Profile; write out_dir/profile.csv (and report.ncu-rep, ncu.log when ncu ran)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    base = {"variant": variant.id, "M": size, "N": size, "K": size}
+    exe = find_ncu()
+    log, rows, reason = "", [], ""
+    if exe is None:
+        reason = "ncu (Nsight Compute) not found on PATH"
+    else:
+        report = out_dir / "report"
+        target = [
+            sys.executable,
+            "-m",
+            "gpumm",
+            "profile-target",
+            "--variant",
+            variant.id,
+            "--size",
+            str(size),
+            "--seed",
+            str(seed),
+        ]
+        if cubin is not None:
+            target += ["--cubin", str(cubin)]
+        cmd = [
+            exe,
+            "--clock-control",
+            "none",
+            "--metrics",
+            ",".join(metrics),
+            "-k",
+            kernel_filter(variant),
+            "-c",
+            "1",
+            "-f",
+            "-o",
+            str(report),
+            *target,
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        log = proc.stdout + proc.stderr
+        code = proc.returncode
+        if code == 0 and report.with_suffix(".ncu-rep").is_file():
+            imp = subprocess.run(
+                [
+                    exe,
+                    "--import",
+                    str(report.with_suffix(".ncu-rep")),
+                    "--csv",
+                    "--page",
+                    "raw",
+                    "--print-units",
+                    "base",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            (out_dir / "ncu.csv").write_text(imp.stdout)
+            log += imp.stderr
+            code = imp.returncode
+            rows = ncu.parse(imp.stdout)
+        reason = diagnose(log, code, rows)
+        (out_dir / "ncu.log").write_text(" ".join(cmd) + "\n" + log)
+    if reason:
+        print(f"profile {variant.id}: no profile: {reason}", file=sys.stderr)
+        df = pd.DataFrame([{**base, "status": "missing", "reason": reason}], columns=COLUMNS)
+    else:
+        df = pd.DataFrame([{**base, **r, "status": "ok", "reason": ""} for r in rows], columns=COLUMNS)
+    df.to_csv(out_dir / "profile.csv.tmp", index=False)
+    (out_dir / "profile.csv.tmp").replace(out_dir / "profile.csv")
+    return df
+
+
+def missing(variant: Variant, size: int, reason: str, out_dir: Path) -> pd.DataFrame:
+    """The profile table of a variant that was not profiled, saying why."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    df = pd.DataFrame(
+        [{"variant": variant.id, "M": size, "N": size, "K": size, "status": "missing", "reason": reason}],
+        columns=COLUMNS,
+    )
+    df.to_csv(out_dir / "profile.csv", index=False)
+    return df

@@ -1,0 +1,70 @@
+"""Archived runs under data/reference/<gpu>/: find them, pick one, write one.
+
+An archive mirrors a run's ``results/`` folder for what is worth keeping:
+``raw/<variant>/`` (samples, metadata, profile), ``build/<variant>/``
+(resource report) and ``raw/provenance.json``.
+"""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from gpumm import paths
+
+KEEP_RAW = ("samples.csv", "meta.json", "profile.csv", "ncu.log")
+KEEP_BUILD = ("resources.json", "ptxas.log")
+
+
+class ArchiveError(RuntimeError):
+    """No archive to replay, or the one asked for is missing."""
+
+
+def provenance(archive: Path) -> dict:
+    return json.loads((archive / "raw" / "provenance.json").read_text())
+
+
+def available(root: Path = paths.REFERENCE) -> list[Path]:
+    """Archives with a provenance file, oldest first."""
+    found = [p for p in root.glob("*/") if (p / "raw" / "provenance.json").is_file()] if root.is_dir() else []
+    return sorted(found, key=lambda p: (provenance(p).get("date", ""), p.name))
+
+
+def choose(name: str, root: Path = paths.REFERENCE) -> Path:
+    """The archive to replay: ``name``, or the newest one when name is auto."""
+    found = available(root)
+    if not found:
+        raise ArchiveError(f"no archived run under {root}: replay needs one (run the pipeline on a GPU first)")
+    if name == "auto":
+        return found[-1]
+    for p in found:
+        if p.name == name:
+            return p
+    raise ArchiveError(f"replay_from = {name!r}: no such archive; allowed: auto, {', '.join(p.name for p in found)}")
+
+
+def slug(gpu_name: str) -> str:
+    """A folder name for a GPU: 'NVIDIA H100 80GB HBM3' -> 'h100-80gb-hbm3'."""
+    s = re.sub(r"^nvidia\s+", "", gpu_name.strip().lower())
+    return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "gpu"
+
+
+def write(results: Path, root: Path = paths.REFERENCE) -> Path:
+    """Copy a finished run's results into data/reference/<gpu>/, replacing what was there."""
+    prov = json.loads((results / "raw" / "provenance.json").read_text())
+    if prov.get("data_source", {}).get("mode") != "measure":
+        raise ArchiveError("only a measured run can be archived; this one was replayed")
+    dest = root / slug(prov["gpu"]["name"])
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    for sub, keep in (("raw", KEEP_RAW), ("build", KEEP_BUILD)):
+        for d in sorted((results / sub).glob("*/")):
+            for f in keep:
+                if (d / f).is_file():
+                    (tmp / sub / d.name).mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(d / f, tmp / sub / d.name / f)
+    (tmp / "raw").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(results / "raw" / "provenance.json", tmp / "raw" / "provenance.json")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return dest

@@ -1,0 +1,79 @@
+"""Replay: fill results/ from an archived run instead of measuring.
+
+Each variant's archived files are copied as they are. A variant whose kernel
+source or defines differ from the archived run's is marked stale (the numbers
+are the old source's); a variant the archive lacks is marked not measured and
+gets no numbers.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from gpumm import measure, paths, profile
+from gpumm.catalog import Variant
+
+
+def variant(v: Variant, archive: Path, results: Path = paths.RESULTS) -> dict:
+    """Copy one variant's archived samples, metadata, profile and build report."""
+    src, dst = archive / "raw" / v.id, paths.raw_dir(v.id, results)
+    dst.mkdir(parents=True, exist_ok=True)
+    current = v.digest()
+    if not (src / "samples.csv").is_file():
+        reason = f"not measured: {v.id} is not in the archived run {archive.name}"
+        df = pd.DataFrame(
+            [
+                {
+                    "variant": v.id,
+                    "family": v.family,
+                    "defines": v.defines_text(),
+                    "kind": v.kind,
+                    "status": "not measured",
+                    "reason": reason,
+                }
+            ],
+            columns=measure.COLUMNS,
+        )
+        meta = {"variant": v.id, "origin": "not measured", "digest": current, "reason": reason}
+        measure.write(df, meta, dst)
+        profile.missing(v, 0, reason, dst)
+    else:
+        meta = json.loads((src / "meta.json").read_text())
+        archived = meta.get("digest")
+        meta.update(
+            origin="replayed", archive=archive.name, archived_digest=archived, digest=current, stale=archived != current
+        )
+        shutil.copy2(src / "samples.csv", dst / "samples.csv")
+        if (src / "profile.csv").is_file():
+            shutil.copy2(src / "profile.csv", dst / "profile.csv")
+        else:
+            profile.missing(v, 0, f"the archived run {archive.name} holds no profile of {v.id}", dst)
+        (dst / "meta.json").write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+def resources(v: Variant, archive: Path, results: Path = paths.RESULTS) -> None:
+    """Copy a CUDA variant's archived resource report (or say it is not in the archive)."""
+    src, dst = archive / "build" / v.id / "resources.json", paths.build_dir(v.id, results)
+    dst.mkdir(parents=True, exist_ok=True)
+    if src.is_file():
+        shutil.copy2(src, dst / "resources.json")
+    else:
+        (dst / "resources.json").write_text(json.dumps({"variant": v.id, "status": "not measured"}))
+
+
+def provenance(archive: Path, why: str, digests_now: dict[str, str], results: Path = paths.RESULTS) -> dict:
+    """The archived run's provenance, marked replayed, with today's variant digests beside the archived ones."""
+    prov = json.loads((archive / "raw" / "provenance.json").read_text())
+    prov["variant_digests_now"] = digests_now
+    prov["data_source"] = {
+        "mode": "replay",
+        "archive": str(archive.relative_to(paths.ROOT)) if archive.is_relative_to(paths.ROOT) else str(archive),
+        "why": why,
+    }
+    out = results / "raw" / "provenance.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(prov, indent=1))
+    return prov

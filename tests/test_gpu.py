@@ -1,0 +1,110 @@
+"""On the GPU: every catalog variant correct at square and odd shapes; modes allocate what they say.
+
+Run on the GPU machine with ``pytest -m gpu``; elsewhere these skip with the reason.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from gpumm import build, catalog, measure, memory, verify
+from gpumm.launch import Launcher
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = [
+    (128, 128, 128),
+    (256, 256, 256),
+    (1024, 1024, 1024),
+    (1000, 1000, 1000),
+    (1023, 1023, 1023),
+    (333, 517, 129),
+    (1, 4096, 7),
+    (17, 1, 33),
+    (4096, 3, 5),
+]
+# every family, tiles beyond the default config's, 12 (not a power of two) included
+SELECTION = {
+    name: ({p: list(range(s["min"], s["max"] + 1, 4)) for p, s in fam.get("params", {}).items()})
+    for name, fam in catalog.load().items()
+}
+VARIANTS = catalog.expand(SELECTION)
+
+
+@pytest.fixture(scope="session")
+def arch():
+    import cupy
+
+    p = cupy.cuda.runtime.getDeviceProperties(0)
+    return f"sm_{p['major']}{p['minor']}"
+
+
+@pytest.fixture(scope="session")
+def launchers(tmp_path_factory, arch):
+    out = {}
+    for v in VARIANTS:
+        cubin = None
+        if v.is_cuda:
+            d = tmp_path_factory.mktemp(v.id)
+            build.build(v, arch, d)
+            cubin = d / "kernel.cubin"
+        out[v.id] = Launcher(v, cubin)
+    return out
+
+
+def run_once(launcher, M, N, K, seed):
+    import cupy
+
+    mode = memory.get("device")
+    A_h, B_h = measure.inputs(seed, M, N, K)
+    assert np.count_nonzero(A_h) > 0.99 * A_h.size  # random, never zeros
+    A, B, C = mode.place(A_h), mode.place(B_h), mode.empty((M, N))
+    C.fill(np.nan)
+    launcher.bind(A, B, C)()
+    cupy.cuda.Device().synchronize()
+    ref, abs_ref, where = verify.reference(A_h, B_h, 1 << 27)
+    out = mode.fetch(C) if where == "cpu_f64" else C
+    return verify.compare(out, ref, abs_ref, K, where)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("vid", [v.id for v in VARIANTS])
+def test_variant_matches_float64_reference(launchers, vid, shape):
+    check = run_once(launchers[vid], *shape, seed=hash((vid, shape)) & 0xFFFF)
+    assert check.ok, check.reason
+
+
+def test_an_unwritten_element_fails_verification(launchers):
+    """A grid one block short leaves poisoned NaNs, which verification must catch."""
+    good = launchers["naive"]
+    short = dataclasses.replace(good.variant, grid=("cdiv(N, 16) - 1", "cdiv(M, 16)"))
+    bad = Launcher(short, good.cubin)
+    check = run_once(bad, 64, 64, 64, seed=1)
+    assert not check.ok and "NaN" in check.reason
+
+
+def test_device_mode_allocates_device_memory():
+    import cupy
+
+    a = memory.get("device").place(np.ones((4, 4), np.float32))
+    attrs = cupy.cuda.runtime.pointerGetAttributes(a.data.ptr)
+    assert attrs.type == 2  # cudaMemoryTypeDevice
+
+
+def test_measure_records_samples_failures_and_skips(launchers):
+    plan = measure.Plan(
+        shapes=[(64, 64, 64), (333, 517, 129)],
+        modes=["device"],
+        warmups=1,
+        repeats=5,
+        budget_s=30,
+        seed=3,
+        cpu_max_mnk=1 << 27,
+    )
+    df = measure.run(launchers["tiled_tile16"].variant, launchers["tiled_tile16"].cubin, plan, progress=False)
+    assert (df.status == "ok").all() and len(df) == 10
+    assert df.verified.all() and (df.gflops > 0).all()
+    tight = dataclasses.replace(plan, shapes=[(64, 64, 64), (2048, 2048, 2048)], budget_s=1e-6)
+    df = measure.run(launchers["naive"].variant, launchers["naive"].cubin, tight, progress=False)
+    assert set(df.status) == {"skipped"} and df.reason.str.contains("budget").all()

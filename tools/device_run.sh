@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The reference run, as made on the lent GPU machine (see README "Reference run").
+# Expects .whl/ (from ../shared/device/make-wheels.sh) beside the tree and $OUT.
+# Runs the GPU tests, the whole pipeline twice (the second must run no job),
+# checks that touching one kernel reruns only its jobs, archives the run into
+# data/reference/<gpu>/ and tars everything into $OUT.
+set -uo pipefail
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl >/dev/null 2>&1
+export PYTHONPATH=/tmp/site:$PWD/src PATH=/tmp/site/bin:$PATH JUPYTER_PATH=/tmp/site/share/jupyter PYTHONUNBUFFERED=1
+mkdir -p "$OUT/log"
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+  which ncu nvcc python3; ncu --version | tail -1; python3 -c 'import cupy; print("cupy", cupy.__version__)'
+} 2>&1 | tee "$OUT/log/env.txt"
+t0=$(date +%s)
+python3 -m pytest -m gpu -q -x tests/test_gpu.py 2>&1 | tail -15 | tee "$OUT/log/pytest-gpu.txt"
+t1=$(date +%s)
+python3 -m snakemake --cores 1 "$@" 2>&1 | tee "$OUT/log/snakemake-1.txt" | grep -E "gpumm:|of .* steps|Error|FAILED|rror" 
+t2=$(date +%s)
+python3 -m snakemake --cores 1 "$@" 2>&1 | tee "$OUT/log/snakemake-2.txt" | tail -2
+touch kernels/matmul/naive.cu
+python3 -m snakemake --cores 1 -n "$@" 2>&1 | tee "$OUT/log/snakemake-touch-dryrun.txt" | grep -A30 "^Job stats" | head -20
+python3 -m snakemake --cores 1 "$@" > "$OUT/log/snakemake-3.txt" 2>&1
+echo "pytest-gpu $((t1-t0)) s, first snakemake $((t2-t1)) s" | tee "$OUT/log/times.txt"
+python3 -m gpumm archive
+python3 - <<'PY'
+import pandas as pd
+s = pd.read_csv("results/tables/summary.csv")
+sq = s[(s.M == s.N) & (s.N == s.K)]
+print(sq.pivot_table(index="variant", columns="M", values="gflops").round(1).to_string())
+print(s[s.status != "ok"][["variant", "M", "N", "K", "status", "reason"]].to_string())
+PY
+tar czf "$OUT/results.tgz" results/report results/tables results/logs results/raw data/reference

@@ -1,0 +1,83 @@
+# Config validation, the mode decision and the variant list: everything the
+# rules share. Work here runs once, when Snakemake reads the workflow.
+import os
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+_SRC = str(Path(workflow.basedir) / "src")
+sys.path.insert(0, _SRC)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (_SRC, os.environ.get("PYTHONPATH", "")) if p
+)
+
+from gpumm import config as gpumm_config, gpu, reference
+from gpumm.pages import names as page_names
+
+PY = sys.executable
+
+_problem = gpumm_config.explain(config)
+if _problem is None:
+    validate(config, "../schemas/config.schema.yaml")  # fills the defaults
+    try:
+        VARIANT_LIST = gpumm_config.check(config)
+        DECISION = gpu.decide(config["mode"], config["gpu_arch"])
+        ARCHIVE = (
+            reference.choose(config["replay_from"])
+            if DECISION.mode == "replay"
+            else None
+        )
+    except (gpumm_config.ConfigError, RuntimeError) as exc:
+        _problem = str(exc)
+if _problem is not None:
+    raise WorkflowError(_problem + "\nNothing was run.")
+
+MODE = DECISION.mode
+ARCH = DECISION.arch
+VARIANTS = {v.id: v for v in VARIANT_LIST}
+CUDA_IDS = [v.id for v in VARIANT_LIST if v.is_cuda]
+ALL_IDS = list(VARIANTS)
+PAGE_NAMES = page_names()
+print(
+    f"gpumm: {DECISION.why}; {len(ALL_IDS)} variants"
+    + (f"; replaying {ARCHIVE}" if ARCHIVE else f"; nvcc -arch={ARCH}"),
+    file=sys.stderr,
+)
+
+RAW = "results/raw/{variant}"
+
+
+wildcard_constraints:
+    variant="|".join(ALL_IDS),
+    page="|".join(PAGE_NAMES),
+
+
+def kernel_source(wildcards):
+    """The kernel file of a CUDA variant; nothing for library variants."""
+    v = VARIANTS[wildcards.variant]
+    return [str(v.source.relative_to(workflow.basedir))] if v.is_cuda else []
+
+
+def cubin(wildcards):
+    """The built cubin a CUDA variant runs; nothing for library variants."""
+    v = VARIANTS[wildcards.variant]
+    return [f"results/build/{v.id}/kernel.cubin"] if v.is_cuda else []
+
+
+def cubin_arg(wildcards, input):
+    return f"--cubin {input.cubin[0]}" if input.cubin else ""
+
+
+def collected_inputs(wildcards):
+    """Every per-variant file the tables are made from."""
+    return {
+        "samples": expand(f"{RAW}/samples.csv", variant=ALL_IDS),
+        "meta": expand(f"{RAW}/meta.json", variant=ALL_IDS),
+        "profiles": expand(f"{RAW}/profile.csv", variant=ALL_IDS),
+        "resources": expand(
+            "results/build/{variant}/resources.json", variant=CUDA_IDS
+        ),
+        "provenance": "results/raw/provenance.json",
+    }

@@ -1,0 +1,84 @@
+# Measure mode: a CUDA GPU is here. Build, verify and time, profile.
+
+
+rule build:
+    input:
+        source=kernel_source,
+    output:
+        cubin="results/build/{variant}/kernel.cubin",
+        ptx="results/build/{variant}/kernel.ptx",
+        resources="results/build/{variant}/resources.json",
+    params:
+        arch=ARCH,
+        defines=lambda w: VARIANTS[w.variant].defines_text(),
+    log:
+        "results/logs/build/{variant}.log",
+    wildcard_constraints:
+        variant="|".join(CUDA_IDS) or "^$",
+    shell:
+        "{PY} -m gpumm build --variant {wildcards.variant} --arch {params.arch}"
+        " --out-dir results/build/{wildcards.variant} > {log} 2>&1"
+
+
+rule measure:
+    input:
+        cubin=cubin,
+    output:
+        samples=f"{RAW}/samples.csv",
+        meta=f"{RAW}/meta.json",
+    params:
+        cubin=cubin_arg,
+        sizes=",".join(map(str, config["sizes"])),
+        shapes=",".join("x".join(map(str, s)) for s in config["shapes"]),
+        modes=",".join(config["memory_modes"]),
+        timing=config["timing"],
+        seed=config["seed"],
+        cpu_max=config["verify"]["cpu_reference_max_mnk"],
+    log:
+        "results/logs/measure/{variant}.log",
+    shell:
+        "{PY} -m gpumm measure --variant {wildcards.variant} {params.cubin}"
+        " --sizes {params.sizes} --shapes '{params.shapes}' --modes {params.modes}"
+        " --warmups {params.timing[warmups]} --repeats {params.timing[repeats]}"
+        " --budget {params.timing[budget_s]} --seed {params.seed}"
+        " --cpu-max-mnk {params.cpu_max} --out-dir results/raw/{wildcards.variant}"
+        " 2>&1 | tee {log}"
+
+
+rule profile:
+    input:
+        cubin=cubin,
+        samples=f"{RAW}/samples.csv",
+    output:
+        f"{RAW}/profile.csv",
+    params:
+        cubin=cubin_arg,
+        size=config["profile"]["size"],
+        seed=config["seed"],
+        metrics=",".join(
+            config["profile"].get("metric_sets", {}).get(
+                config["profile"]["metric_set"], []
+            )
+        ),
+        disabled="" if config["profile"]["enabled"] else "--disabled",
+    log:
+        "results/logs/profile/{variant}.log",
+    shell:
+        "{PY} -m gpumm profile --variant {wildcards.variant} {params.cubin}"
+        " --size {params.size} --seed {params.seed} --metrics {params.metrics}"
+        " {params.disabled} --out-dir results/raw/{wildcards.variant} > {log} 2>&1"
+
+
+rule provenance:
+    output:
+        "results/raw/provenance.json",
+    params:
+        variants=",".join(ALL_IDS),
+        config_digest=gpumm_config.digest(config),
+        why=DECISION.why,
+    log:
+        "results/logs/provenance.log",
+    shell:
+        "{PY} -m gpumm provenance --variants {params.variants}"
+        " --config-digest {params.config_digest} --why '{params.why}'"
+        " --out {output} > {log} 2>&1"

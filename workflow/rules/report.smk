@@ -1,0 +1,57 @@
+# Tidy tables, executed notebooks, HTML pages and the front page.
+
+TABLES = [
+    f"results/tables/{name}.csv"
+    for name in ("samples", "summary", "profiles", "resources", "variants", "published")
+] + ["results/tables/source.json"]
+
+
+rule collect:
+    input:
+        unpack(collected_inputs),
+        published="data/published/published_numbers.csv",
+    output:
+        TABLES,
+    params:
+        variants=",".join(ALL_IDS),
+    log:
+        "results/logs/collect.log",
+    shell:
+        "{PY} -m gpumm collect --variants {params.variants} --out results/tables > {log} 2>&1"
+
+
+rule notebook:
+    input:
+        TABLES,
+        notebook="notebooks/{page}.ipynb",
+    output:
+        "results/notebooks/{page}.ipynb",
+    log:
+        "results/logs/notebooks/{page}.log",
+    shell:
+        "{PY} -m papermill {input.notebook} {output} -k python3 --cwd ."
+        " -p tables_dir results/tables > {log} 2>&1"
+
+
+rule html:
+    input:
+        "results/notebooks/{page}.ipynb",
+    output:
+        "results/report/{page}.html",
+    log:
+        "results/logs/html/{page}.log",
+    shell:
+        "{PY} -m nbconvert --to html --no-input --output-dir results/report"
+        " --output {wildcards.page} {input} > {log} 2>&1"
+
+
+rule index:
+    input:
+        TABLES,
+        expand("results/report/{page}.html", page=PAGE_NAMES),
+    output:
+        "results/report/index.html",
+    log:
+        "results/logs/index.log",
+    shell:
+        "{PY} -m gpumm index --tables results/tables --out {output} > {log} 2>&1"
