@@ -2,7 +2,6 @@
 # profile every kernel variant, then render the report. See README.md.
 from snakemake.utils import min_version
 
-
 min_version("9.0")
 
 
@@ -25,7 +24,7 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         "results/report/index.html",
         expand("results/report/{page}.html", page=PAGE_NAMES),
-    default_target: True

@@ -83,14 +83,21 @@ def cmd_provenance(a):
     provenance.write(provenance.collect(a.config_digest, digests, a.why), Path(a.out))
 
 
+def _archive(path: str) -> Path:
+    """An archive folder, given as the folder or as its raw/provenance.json."""
+    p = Path(path)
+    return p.parent.parent if p.is_file() else p
+
+
 def cmd_replay(a):
     from gpumm import replay
 
     v = catalog.from_id(a.variant)
+    a.archive = _archive(a.archive)
     if a.part == "build":
-        replay.resources(v, Path(a.archive))
+        replay.resources(v, a.archive)
         return
-    meta = replay.variant(v, Path(a.archive))
+    meta = replay.variant(v, a.archive)
     note = " (STALE: source changed since the archived run)" if meta.get("stale") else ""
     print(f"replayed {a.variant}: {meta['origin']}{note}")
 
@@ -99,7 +106,7 @@ def cmd_replay_provenance(a):
     from gpumm import replay
 
     current = {vid: catalog.from_id(vid).digest() for vid in a.variants.split(",")}
-    replay.provenance(Path(a.archive), a.why, current)
+    replay.provenance(_archive(a.archive), a.why, current)
 
 
 def cmd_collect(a):

@@ -25,8 +25,13 @@ def number(text: str) -> float:
         return math.nan
 
 
-def parse(text: str) -> list[dict]:
-    """Rows of (launch, kernel, metric, value, unit) from ncu's raw CSV page."""
+def parse(text: str, metrics: list[str] | None = None) -> list[dict]:
+    """Rows of (launch, kernel, metric, value, unit) from ncu's raw CSV page.
+
+    The raw page also carries every device attribute and the other roll-ups
+    (.avg, .min, .max) of each metric; with ``metrics`` only those columns are
+    kept, and a metric asked for but absent is a row with value nan.
+    """
     lines = [ln for ln in text.splitlines() if ln.startswith('"')]
     if not lines:
         return []
@@ -36,12 +41,11 @@ def parse(text: str) -> list[dict]:
     if body and all(body[0][i] == "" for i, h in enumerate(header) if h in ID_COLUMNS and i < len(body[0])):
         units = dict(zip(header, body[0]))
         body = body[1:]
+    wanted = [c for c in header if "__" in c] if metrics is None else list(metrics)
     out = []
     for row in body:
         rec = dict(zip(header, row))
-        for col in header:
-            if "__" not in col:
-                continue
+        for col in wanted:
             out.append(
                 {
                     "launch": rec.get("ID", ""),

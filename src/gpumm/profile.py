@@ -112,7 +112,7 @@ def run(variant: Variant, cubin: Path | None, size: int, seed: int, metrics: lis
             (out_dir / "ncu.csv").write_text(imp.stdout)
             log += imp.stderr
             code = imp.returncode
-            rows = ncu.parse(imp.stdout)
+            rows = ncu.parse(imp.stdout, metrics)
         reason = diagnose(log, code, rows)
         (out_dir / "ncu.log").write_text(" ".join(cmd) + "\n" + log)
     if reason:

@@ -19,7 +19,7 @@ _ATTRS = {
     "l2_bytes": 38,
     "smem_per_block_optin": 97,
     "smem_per_sm": 81,
-    "regs_per_sm": 101,
+    "regs_per_sm": 82,
     "max_threads_per_sm": 39,
 }
 

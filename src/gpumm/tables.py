@@ -38,7 +38,8 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
         )
         out.append(row)
     summary = pd.DataFrame(out)
-    flops = 2.0 * summary["M"].astype(float) * summary["N"].astype(float) * summary["K"].astype(float)
+    m, n, k = (pd.to_numeric(summary[d], errors="coerce").astype(float) for d in "MNK")
+    flops = 2.0 * m * n * k
     summary["gflops"] = flops / (summary["median_ms"] * 1e-3) / 1e9
     return summary
 

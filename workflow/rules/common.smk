@@ -1,6 +1,5 @@
 # Config validation, the mode decision and the variant list: everything the
 # rules share. Work here runs once, when Snakemake reads the workflow.
-import os
 import sys
 from pathlib import Path
 
@@ -9,14 +8,17 @@ from snakemake.utils import validate
 
 _SRC = str(Path(workflow.basedir) / "src")
 sys.path.insert(0, _SRC)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (_SRC, os.environ.get("PYTHONPATH", "")) if p
+# Jobs run `python -m gpumm ...` with the interpreter running Snakemake and
+# this checkout's package, installed or not.
+shell.prefix(
+    f'export PATH="{Path(sys.executable).parent}:$PATH"'
+    f' PYTHONPATH="{_SRC}${{{{PYTHONPATH:+:$PYTHONPATH}}}}"; '
 )
 
 from gpumm import config as gpumm_config, gpu, reference
 from gpumm.pages import names as page_names
 
-PY = sys.executable
+ENV = "../envs/gpumm.yaml"
 
 _problem = gpumm_config.explain(config)
 if _problem is None:
@@ -32,7 +34,7 @@ if _problem is None:
     except (gpumm_config.ConfigError, RuntimeError) as exc:
         _problem = str(exc)
 if _problem is not None:
-    raise WorkflowError(_problem + "\nNothing was run.")
+    raise WorkflowError(f"{_problem}\nNothing was run.")
 
 MODE = DECISION.mode
 ARCH = DECISION.arch
@@ -76,8 +78,6 @@ def collected_inputs(wildcards):
         "samples": expand(f"{RAW}/samples.csv", variant=ALL_IDS),
         "meta": expand(f"{RAW}/meta.json", variant=ALL_IDS),
         "profiles": expand(f"{RAW}/profile.csv", variant=ALL_IDS),
-        "resources": expand(
-            "results/build/{variant}/resources.json", variant=CUDA_IDS
-        ),
+        "resources": expand("results/build/{variant}/resources.json", variant=CUDA_IDS),
         "provenance": "results/raw/provenance.json",
     }

@@ -8,15 +8,17 @@ rule build:
         cubin="results/build/{variant}/kernel.cubin",
         ptx="results/build/{variant}/kernel.ptx",
         resources="results/build/{variant}/resources.json",
-    params:
-        arch=ARCH,
-        defines=lambda w: VARIANTS[w.variant].defines_text(),
     log:
         "results/logs/build/{variant}.log",
     wildcard_constraints:
         variant="|".join(CUDA_IDS) or "^$",
+    conda:
+        ENV
+    params:
+        arch=ARCH,
+        defines=lambda w: VARIANTS[w.variant].defines_text(),
     shell:
-        "{PY} -m gpumm build --variant {wildcards.variant} --arch {params.arch}"
+        "python -m gpumm build --variant {wildcards.variant} --arch {params.arch}"
         " --out-dir results/build/{wildcards.variant} > {log} 2>&1"
 
 
@@ -26,6 +28,10 @@ rule measure:
     output:
         samples=f"{RAW}/samples.csv",
         meta=f"{RAW}/meta.json",
+    log:
+        "results/logs/measure/{variant}.log",
+    conda:
+        ENV
     params:
         cubin=cubin_arg,
         sizes=",".join(map(str, config["sizes"])),
@@ -34,10 +40,8 @@ rule measure:
         timing=config["timing"],
         seed=config["seed"],
         cpu_max=config["verify"]["cpu_reference_max_mnk"],
-    log:
-        "results/logs/measure/{variant}.log",
     shell:
-        "{PY} -m gpumm measure --variant {wildcards.variant} {params.cubin}"
+        "python -m gpumm measure --variant {wildcards.variant} {params.cubin}"
         " --sizes {params.sizes} --shapes '{params.shapes}' --modes {params.modes}"
         " --warmups {params.timing[warmups]} --repeats {params.timing[repeats]}"
         " --budget {params.timing[budget_s]} --seed {params.seed}"
@@ -51,20 +55,22 @@ rule profile:
         samples=f"{RAW}/samples.csv",
     output:
         f"{RAW}/profile.csv",
+    log:
+        "results/logs/profile/{variant}.log",
+    conda:
+        ENV
     params:
         cubin=cubin_arg,
         size=config["profile"]["size"],
         seed=config["seed"],
         metrics=",".join(
-            config["profile"].get("metric_sets", {}).get(
-                config["profile"]["metric_set"], []
-            )
+            config["profile"]
+            .get("metric_sets", {})
+            .get(config["profile"]["metric_set"], [])
         ),
         disabled="" if config["profile"]["enabled"] else "--disabled",
-    log:
-        "results/logs/profile/{variant}.log",
     shell:
-        "{PY} -m gpumm profile --variant {wildcards.variant} {params.cubin}"
+        "python -m gpumm profile --variant {wildcards.variant} {params.cubin}"
         " --size {params.size} --seed {params.seed} --metrics {params.metrics}"
         " {params.disabled} --out-dir results/raw/{wildcards.variant} > {log} 2>&1"
 
@@ -72,13 +78,15 @@ rule profile:
 rule provenance:
     output:
         "results/raw/provenance.json",
+    log:
+        "results/logs/provenance.log",
+    conda:
+        ENV
     params:
         variants=",".join(ALL_IDS),
         config_digest=gpumm_config.digest(config),
         why=DECISION.why,
-    log:
-        "results/logs/provenance.log",
     shell:
-        "{PY} -m gpumm provenance --variants {params.variants}"
+        "python -m gpumm provenance --variants {params.variants}"
         " --config-digest {params.config_digest} --why '{params.why}'"
         " --out {output} > {log} 2>&1"

@@ -9,13 +9,13 @@ rule replay_variant:
         samples=f"{RAW}/samples.csv",
         meta=f"{RAW}/meta.json",
         profile=f"{RAW}/profile.csv",
-    params:
-        archive=str(ARCHIVE),
     log:
         "results/logs/replay/{variant}.log",
+    conda:
+        ENV
     shell:
-        "{PY} -m gpumm replay --variant {wildcards.variant} --part raw"
-        " --archive {params.archive} > {log} 2>&1"
+        "python -m gpumm replay --variant {wildcards.variant} --part raw"
+        " --archive {input.archive} > {log} 2>&1"
 
 
 rule replay_build:
@@ -24,28 +24,29 @@ rule replay_build:
         archive=f"{ARCHIVE}/raw/provenance.json",
     output:
         "results/build/{variant}/resources.json",
-    params:
-        archive=str(ARCHIVE),
     log:
         "results/logs/replay/{variant}.build.log",
     wildcard_constraints:
         variant="|".join(CUDA_IDS) or "^$",
+    conda:
+        ENV
     shell:
-        "{PY} -m gpumm replay --variant {wildcards.variant} --part build"
-        " --archive {params.archive} > {log} 2>&1"
+        "python -m gpumm replay --variant {wildcards.variant} --part build"
+        " --archive {input.archive} > {log} 2>&1"
 
 
 rule replay_provenance:
     input:
-        f"{ARCHIVE}/raw/provenance.json",
+        archive=f"{ARCHIVE}/raw/provenance.json",
     output:
         "results/raw/provenance.json",
-    params:
-        archive=str(ARCHIVE),
-        variants=",".join(ALL_IDS),
-        why=DECISION.why,
     log:
         "results/logs/replay/provenance.log",
+    conda:
+        ENV
+    params:
+        variants=",".join(ALL_IDS),
+        why=DECISION.why,
     shell:
-        "{PY} -m gpumm replay-provenance --archive {params.archive}"
+        "python -m gpumm replay-provenance --archive {input.archive}"
         " --variants {params.variants} --why '{params.why}' > {log} 2>&1"

@@ -12,12 +12,14 @@ rule collect:
         published="data/published/published_numbers.csv",
     output:
         TABLES,
-    params:
-        variants=",".join(ALL_IDS),
     log:
         "results/logs/collect.log",
+    conda:
+        ENV
+    params:
+        variants=",".join(ALL_IDS),
     shell:
-        "{PY} -m gpumm collect --variants {params.variants} --out results/tables > {log} 2>&1"
+        "python -m gpumm collect --variants {params.variants} --out results/tables > {log} 2>&1"
 
 
 rule notebook:
@@ -28,8 +30,10 @@ rule notebook:
         "results/notebooks/{page}.ipynb",
     log:
         "results/logs/notebooks/{page}.log",
+    conda:
+        ENV
     shell:
-        "{PY} -m papermill {input.notebook} {output} -k python3 --cwd ."
+        "python -m papermill {input.notebook} {output} -k python3 --cwd ."
         " -p tables_dir results/tables > {log} 2>&1"
 
 
@@ -40,8 +44,10 @@ rule html:
         "results/report/{page}.html",
     log:
         "results/logs/html/{page}.log",
+    conda:
+        ENV
     shell:
-        "{PY} -m nbconvert --to html --no-input --output-dir results/report"
+        "python -m nbconvert --to html --no-input --output-dir results/report"
         " --output {wildcards.page} {input} > {log} 2>&1"
 
 
@@ -53,5 +59,7 @@ rule index:
         "results/report/index.html",
     log:
         "results/logs/index.log",
+    conda:
+        ENV
     shell:
-        "{PY} -m gpumm index --tables results/tables --out {output} > {log} 2>&1"
+        "python -m gpumm index --tables results/tables --out {output} > {log} 2>&1"

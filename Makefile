@@ -1,0 +1,30 @@
+# The two commands of the README:
+#   make report   renders results/report/index.html (creating .venv/ first)
+#   make test     runs the tests (creating .venv/ first)
+# Where nvidia-smi reports CUDA 12 or 13, CuPy for that version is installed
+# too, and the report is measured on the GPU instead of replayed.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+comma := ,
+CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: \([0-9]*\)\..*/\1/p' | head -n 1)
+CUDA_EXTRA := $(filter cuda12 cuda13,cuda$(CUDA_MAJOR))
+EXTRAS := test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
+
+.PHONY: report test clean
+
+report: $(BIN)/.installed
+	$(BIN)/snakemake --cores 1
+
+test: $(BIN)/.installed
+	$(BIN)/python -m pytest
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --editable '.[$(EXTRAS)]'
+	touch $@
+
+clean:
+	rm -rf results .snakemake

@@ -1,0 +1,81 @@
+import pytest
+
+from gpumm import catalog, expr
+
+
+def test_expressions_evaluate_with_ceiling_division():
+    assert expr.evaluate("cdiv(N, TILE)", {"N": 4096, "TILE": 12}) == 342
+    assert expr.evaluate("cdiv(N, 16)", {"N": 16}) == 1
+    assert expr.evaluate("2*M*N*K", {"M": 3, "N": 5, "K": 7}) == 210
+
+
+@pytest.mark.parametrize("text", ["__import__('os')", "M.real", "[M]", "cdiv(M)", "open('x')", "M if N else K"])
+def test_expressions_refuse_anything_but_arithmetic(text):
+    with pytest.raises(expr.ExpressionError):
+        expr.evaluate(text, {"M": 1, "N": 2, "K": 3})
+
+
+def test_unknown_name_is_an_error():
+    with pytest.raises(expr.ExpressionError, match="TILE"):
+        expr.evaluate("cdiv(N, TILE)", {"N": 1})
+
+
+def test_catalog_loads_and_every_cuda_family_has_its_file():
+    families = catalog.load()
+    assert {"naive", "tiled", "cublas"} <= set(families)
+    for v in catalog.expand({name: {} for name in families}, families):
+        if v.is_cuda:
+            assert v.source.is_file()
+            assert v.block_dims()[0] * v.block_dims()[1] <= 1024
+
+
+def test_expand_names_define_sets_and_covers_edges():
+    vs = catalog.expand({"tiled": {"TILE": [12, 4]}, "naive": {}})
+    assert [v.id for v in vs] == ["tiled_tile4", "tiled_tile12", "naive"]
+    t12 = vs[1]
+    assert t12.defines == (("TILE", 12),)
+    assert t12.block_dims() == (12, 12, 1)
+    assert t12.grid_dims(M=4096, N=4096, K=4096) == (342, 342, 1)  # 342*12 = 4104 >= 4096: edges covered
+    assert t12.work(2, 3, 4) == (48.0, 4.0 * (8 + 12 + 6))
+
+
+@pytest.mark.parametrize(
+    "selection, message",
+    [
+        ({"fastest": {}}, "variants.fastest: unknown variant; allowed: "),
+        ({"tiled": {"TILE": [64]}}, "variants.tiled.TILE: 64 is not allowed; allowed: integers 4 to 32"),
+        ({"tiled": {"TILE": [2]}}, "variants.tiled.TILE: 2 is not allowed"),
+        ({"tiled": {"BLOCK": [8]}}, "variants.tiled.BLOCK: unknown param; allowed: TILE"),
+        ({"naive": {"TILE": [8]}}, "unknown param; allowed: none"),
+    ],
+)
+def test_bad_selections_name_the_key_and_what_is_allowed(selection, message):
+    with pytest.raises(catalog.CatalogError) as err:
+        catalog.expand(selection)
+    assert message in str(err.value)
+
+
+def test_block_larger_than_1024_threads_is_refused(tmp_path):
+    families = catalog.load()
+    families["tiled"]["params"]["TILE"]["max"] = 64
+    with pytest.raises(catalog.CatalogError, match="4096 threads per block; at most 1024"):
+        catalog.expand({"tiled": {"TILE": [64]}}, families)
+
+
+def test_from_id_round_trips():
+    for v in catalog.expand({"naive": {}, "tiled": {"TILE": [4, 12, 32]}, "cublas": {}}):
+        assert catalog.from_id(v.id) == v
+    with pytest.raises(catalog.CatalogError):
+        catalog.from_id("tiled_tile99")
+
+
+def test_digest_follows_source_and_defines(tmp_path, monkeypatch):
+    a, b = catalog.expand({"tiled": {"TILE": [8, 16]}})
+    assert a.digest() != b.digest()
+    assert a.digest() == catalog.expand({"tiled": {"TILE": [8]}})[0].digest()
+    before = a.digest()
+    copy = tmp_path / "kernels"
+    (copy / "matmul").mkdir(parents=True)
+    (copy / "matmul" / "tiled.cu").write_text(a.source.read_text() + "\n// edited\n")
+    monkeypatch.setattr(catalog.paths, "KERNELS", copy)
+    assert a.digest() != before  # an edit to the source changes the digest

@@ -1,0 +1,92 @@
+"""The project's own checks: environment files agree, every kernel compiles, the workflow lints."""
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import pytest
+import yaml
+
+from gpumm import build, catalog, paths
+
+ROOT = paths.ROOT
+
+
+def _name(req: str) -> str:
+    return re.split(r"[<>=!~ \[]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_environment_yml_and_pyproject_name_the_same_packages():
+    py = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pip_side = {_name(r) for r in py["dependencies"]} | {_name(r) for r in py["optional-dependencies"]["test"]}
+    cupy_extras = {_name(r) for k, v in py["optional-dependencies"].items() if k.startswith("cuda") for r in v}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    conda_side = {_name(d) for d in env["dependencies"] if isinstance(d, str)} - {"python", "pip"}
+    assert "cupy" in conda_side and cupy_extras == {"cupy-cuda12x", "cupy-cuda13x"}
+    assert conda_side - {"cupy"} == pip_side
+    floors = {_name(r): r for r in py["dependencies"]}
+    for d in env["dependencies"]:
+        if isinstance(d, str) and _name(d) in floors:
+            assert d.replace(" ", "") == floors[_name(d)].replace(" ", ""), f"version floors differ for {d}"
+
+
+def test_rule_environment_matches_environment_yml():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())["dependencies"]
+    rules = yaml.safe_load((ROOT / "workflow" / "envs" / "gpumm.yaml").read_text())["dependencies"]
+    assert [d for d in env if isinstance(d, str) and d != "pip"] == rules
+
+
+ALL = catalog.expand({n: {p: s["default"] for p, s in f.get("params", {}).items()} for n, f in catalog.load().items()})
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH: cannot compile the kernels here")
+@pytest.mark.parametrize("vid", [v.id for v in ALL if v.is_cuda])
+def test_every_catalog_variant_compiles(vid, tmp_path):
+    report = build.build(catalog.from_id(vid), "sm_90", tmp_path)
+    assert (tmp_path / "kernel.cubin").stat().st_size > 0 and (tmp_path / "kernel.ptx").is_file()
+    assert report["registers"] > 0 and report["spill_store_bytes"] == 0
+
+
+def _tool(name):
+    exe = shutil.which(name, path=str(ROOT / ".venv" / "bin")) or shutil.which(name)
+    if exe is None:
+        pytest.fail(f"{name} is not installed: install the test extra (pip install -e '.[test]')")
+    return exe
+
+
+def test_snakemake_lint_has_no_findings():
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--lint", "--config", "mode=replay"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    assert "Lints for" not in text, text
+
+
+def test_snakefmt_is_clean():
+    files = ["Snakefile", *map(str, sorted((ROOT / "workflow" / "rules").glob("*.smk")))]
+    out = subprocess.run([_tool("snakefmt"), "--check", *files], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_ruff_is_clean():
+    out = subprocess.run(
+        [_tool("ruff"), "check", "src", "tests", "notebooks"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_notebooks_are_committed_without_outputs():
+    import json
+
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):
+        cells = json.loads(nb.read_text())["cells"]
+        code = [c for c in cells if c["cell_type"] == "code"]
+        assert all(not c["outputs"] and c["execution_count"] is None for c in code), nb.name
+        assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in code), nb.name

@@ -1,0 +1,180 @@
+"""Mode decision, archive choice, replay bookkeeping, tables and the data-source line (no GPU)."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from gpumm import catalog, gpu, measure, memory, profile, reference, replay, report, tables
+
+
+def fake_probe(ok, name="NVIDIA H100 80GB HBM3", arch="sm_90"):
+    return lambda: gpu.Probe(ok, "" if ok else "CuPy is not installed", name if ok else "", arch if ok else "")
+
+
+def test_auto_measures_with_a_gpu_and_replays_without():
+    d = gpu.decide("auto", "auto", fake_probe(True, arch="sm_89"))
+    assert (d.mode, d.arch) == ("measure", "sm_89")
+    d = gpu.decide("auto", "auto", fake_probe(False))
+    assert (d.mode, d.arch) == ("replay", "sm_90") and "CuPy is not installed" in d.why
+    assert gpu.decide("auto", "sm_80", fake_probe(True)).arch == "sm_80"
+
+
+def test_replay_never_probes_and_measure_insists():
+    def boom():
+        raise AssertionError("probed")
+
+    assert gpu.decide("replay", "auto", boom).mode == "replay"
+    with pytest.raises(RuntimeError, match="no usable CUDA GPU: CuPy is not installed"):
+        gpu.decide("measure", "auto", fake_probe(False))
+
+
+def test_slug():
+    assert reference.slug("NVIDIA H100 80GB HBM3") == "h100-80gb-hbm3"
+    assert reference.slug("NVIDIA H200") == "h200"
+
+
+def make_archive(root, name, date, variants):
+    """A small archive shaped like a real one (synthetic numbers, for the bookkeeping only)."""
+    arch = root / name
+    for v in variants:
+        d = arch / "raw" / v.id
+        d.mkdir(parents=True)
+        rows = [
+            dict(
+                variant=v.id,
+                family=v.family,
+                defines=v.defines_text(),
+                kind=v.kind,
+                M=64,
+                N=64,
+                K=64,
+                memory_mode="device",
+                timed="kernel",
+                repeat=i,
+                ms=0.01 * (i + 1),
+                gflops=1.0,
+                max_rel_err=1e-7,
+                tolerance=1e-5,
+                reference="cpu_f64",
+                verified=True,
+                status="ok",
+                reason="",
+            )
+            for i in range(3)
+        ]
+        pd.DataFrame(rows, columns=measure.COLUMNS).to_csv(d / "samples.csv", index=False)
+        (d / "meta.json").write_text(json.dumps({"variant": v.id, "digest": v.digest(), "origin": "measured"}))
+        if v.is_cuda:
+            b = arch / "build" / v.id
+            b.mkdir(parents=True)
+            (b / "resources.json").write_text(json.dumps({"variant": v.id, "registers": 32}))
+    (arch / "raw").mkdir(parents=True, exist_ok=True)
+    (arch / "raw" / "provenance.json").write_text(
+        json.dumps(
+            {"date": date, "gpu": {"name": "NVIDIA H200"}, "git_commit": "abc123", "data_source": {"mode": "measure"}}
+        )
+    )
+    return arch
+
+
+def test_choose_picks_newest_or_named(tmp_path):
+    with pytest.raises(reference.ArchiveError, match="no archived run"):
+        reference.choose("auto", tmp_path)
+    make_archive(tmp_path, "old", "2025-01-01", [])
+    make_archive(tmp_path, "new", "2026-01-01", [])
+    assert reference.choose("auto", tmp_path).name == "new"
+    assert reference.choose("old", tmp_path).name == "old"
+    with pytest.raises(reference.ArchiveError, match="allowed: auto, old, new"):
+        reference.choose("h100", tmp_path)
+
+
+def test_replay_copies_flags_stale_and_lists_missing(tmp_path, monkeypatch):
+    naive, t16, t8 = (
+        catalog.expand({"naive": {}, "tiled": {"TILE": [16, 8]}})[0:1]
+        + catalog.expand({"tiled": {"TILE": [16, 8]}})[::-1]
+    )
+    archive = make_archive(tmp_path / "ref", "h200", "2026-11-22", [naive, t16])
+    # the archived tile-16 run was made from another source: rewrite its digest
+    meta = archive / "raw" / t16.id / "meta.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "digest": "0000"}))
+    results = tmp_path / "results"
+    assert replay.variant(naive, archive, results)["stale"] is False
+    assert replay.variant(t16, archive, results)["stale"] is True
+    gone = replay.variant(t8, archive, results)
+    assert gone["origin"] == "not measured"
+    df = pd.read_csv(results / "raw" / t8.id / "samples.csv")
+    assert list(df.status) == ["not measured"] and df.ms.isna().all()  # no number is invented
+    for v in (naive, t16, t8):
+        replay.resources(v, archive, results)
+    assert json.loads((results / "build" / t8.id / "resources.json").read_text())["status"] == "not measured"
+    prov = replay.provenance(archive, "no GPU here", {v.id: v.digest() for v in (naive, t16, t8)}, results)
+    assert prov["data_source"]["mode"] == "replay" and "h200" in prov["data_source"]["archive"]
+    monkeypatch.chdir(tmp_path)
+    tables.collect([naive, t16, t8], results, tmp_path / "tables")
+    variants = pd.read_csv(tmp_path / "tables" / "variants.csv").set_index("variant")
+    assert variants.loc[t16.id, "stale"] and not variants.loc[naive.id, "stale"]
+    assert variants.loc[t8.id, "origin"] == "not measured"
+    summary = pd.read_csv(tmp_path / "tables" / "summary.csv").set_index("variant")
+    assert summary.loc[naive.id, "median_ms"] == pytest.approx(0.02) and summary.loc[naive.id, "samples"] == 3
+    assert summary.loc[t8.id, "status"] == "not measured"
+
+
+def test_summary_keeps_failures_and_skips_with_reasons():
+    rows = [
+        dict(
+            variant="a",
+            family="a",
+            defines="",
+            kind="cuda",
+            M=8,
+            N=8,
+            K=8,
+            memory_mode="device",
+            timed="kernel",
+            status="failed",
+            reason="max relative error 1 > tolerance",
+        ),
+        dict(
+            variant="a",
+            family="a",
+            defines="",
+            kind="cuda",
+            M=16,
+            N=16,
+            K=16,
+            memory_mode="device",
+            timed="kernel",
+            status="skipped",
+            reason="predicted 99 s > budget",
+        ),
+    ]
+    s = tables.summarise(pd.DataFrame(rows, columns=measure.COLUMNS))
+    assert list(s.status) == ["failed", "skipped"] and s.gflops.isna().all()
+    assert "budget" in s.reason.iloc[1]
+
+
+def test_banner_names_the_source():
+    prov = {"gpu": {"name": "NVIDIA H200"}, "date": "2026-11-22T10:00:00", "git_commit": "0123456789abcdef"}
+    measured = report.banner({**prov, "data_source": {"mode": "measure"}})
+    assert measured.startswith("Data source: MEASURED") and "NVIDIA H200" in measured and "0123456789ab" in measured
+    replayed = report.banner({**prov, "data_source": {"mode": "replay", "archive": "data/reference/h200", "why": "x"}})
+    assert "REPLAYED" in replayed and "data/reference/h200" in replayed and "2026-11-22" in replayed
+
+
+def test_profiler_problems_are_one_clear_reason(tmp_path, monkeypatch):
+    assert "ERR_NVGPUCTRPERM" in profile.diagnose("==ERROR== ERR_NVGPUCTRPERM - The user does not have", 1, [])
+    assert "no kernel" in profile.diagnose("==WARNING== No kernels were profiled.", 0, [])
+    assert "status 3" in profile.diagnose("==ERROR== boom", 3, [])
+    assert profile.diagnose("", 0, [{"metric": "x"}]) == ""
+    monkeypatch.setattr(profile, "find_ncu", lambda: None)
+    v = catalog.from_id("naive")
+    df = profile.run(v, None, 64, 1, ["gpu__time_duration.sum"], tmp_path)
+    assert list(df.status) == ["missing"] and "not found" in df.reason.iloc[0]
+    assert (tmp_path / "profile.csv").is_file()
+
+
+def test_unknown_memory_mode_is_refused():
+    assert memory.get("device").info.name == "device"
+    with pytest.raises(ValueError, match="allowed: device"):
+        memory.get("unified")

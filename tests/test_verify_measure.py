@@ -1,0 +1,56 @@
+import numpy as np
+import pytest
+
+from gpumm import measure, verify
+
+
+def product(seed, M, N, K):
+    A, B = measure.inputs(seed, M, N, K)
+    return A, B, (A @ B).astype(np.float32)
+
+
+def test_inputs_are_seeded_random_and_never_zero():
+    A1, B1 = measure.inputs(7, 33, 17, 9)
+    A2, _ = measure.inputs(7, 33, 17, 9)
+    A3, _ = measure.inputs(8, 33, 17, 9)
+    assert A1.shape == (33, 9) and B1.shape == (9, 17) and A1.dtype == np.float32
+    assert np.array_equal(A1, A2) and not np.array_equal(A1, A3)
+    assert np.count_nonzero(A1) == A1.size and -1 <= A1.min() and A1.max() < 1
+
+
+@pytest.mark.parametrize("shape", [(1, 64, 7), (33, 17, 129), (128, 128, 128)])
+def test_float32_product_passes(shape):
+    A, B, C = product(1, *shape)
+    ref, abs_ref, where = verify.reference(A, B, 1 << 30)
+    check = verify.compare(C, ref, abs_ref, shape[2], where)
+    assert check.ok and where == "cpu_f64" and 0 < check.max_rel_err < check.tolerance
+
+
+def test_an_unwritten_element_fails():
+    A, B, C = product(2, 16, 16, 16)
+    C[3, 5] = np.nan
+    check = verify.compare(C, *verify.reference(A, B, 1 << 30)[:2], 16, "cpu_f64")
+    assert not check.ok and "1 elements NaN" in check.reason
+
+
+def test_a_wrong_index_fails():
+    A, B, _ = product(3, 24, 24, 24)
+    wrong = (A @ B.T).astype(np.float32)  # B read transposed
+    check = verify.compare(wrong, *verify.reference(A, B, 1 << 30)[:2], 24, "cpu_f64")
+    assert not check.ok and check.max_rel_err > 1e-2
+
+
+def test_a_missed_edge_fails():
+    A, B, C = product(4, 20, 20, 20)
+    C[:, -1] = (A[:, :-4] @ B[:-4, -1]).astype(np.float32)  # last column skipped the last 4 terms
+    assert not verify.compare(C, *verify.reference(A, B, 1 << 30)[:2], 20, "cpu_f64").ok
+
+
+def test_tolerance_grows_with_k():
+    assert verify.tolerance(4096) == pytest.approx(4096 * verify.tolerance(1))
+    assert verify.tolerance(1) == pytest.approx(2 * 2**-24)
+
+
+def test_shapes_are_unique_and_smallest_work_first():
+    shapes = measure.shapes_from([256, 16, 256], [[333, 517, 129], [16, 16, 16]])
+    assert shapes == [(16, 16, 16), (256, 256, 256), (333, 517, 129)]
