@@ -24,9 +24,12 @@ SHAPES = [
     (17, 1, 33),
     (4096, 3, 5),
 ]
-# every family, tiles beyond the default config's, 12 (not a power of two) included
+# every family; each param at its defaults, its min, its max and one value between (TILE 18: not a power of two)
 SELECTION = {
-    name: ({p: list(range(s["min"], s["max"] + 1, 4)) for p, s in fam.get("params", {}).items()})
+    name: {
+        p: sorted({*sp["default"], sp["min"], sp["max"], (sp["min"] + sp["max"]) // 2})
+        for p, sp in fam.get("params", {}).items()
+    }
     for name, fam in catalog.load().items()
 }
 VARIANTS = catalog.expand(SELECTION)
@@ -56,12 +59,12 @@ def launchers(tmp_path_factory, arch):
 def run_once(launcher, M, N, K, seed):
     import cupy
 
-    mode = memory.get("device")
+    mode = memory.get("device" if launcher.variant.on_gpu else "host")
     A_h, B_h = measure.inputs(seed, M, N, K)
     assert np.count_nonzero(A_h) > 0.99 * A_h.size  # random, never zeros
     A, B, C = mode.place(A_h), mode.place(B_h), mode.empty((M, N))
     C.fill(np.nan)
-    launcher.bind(A, B, C)()
+    launcher.bind(A, B, C)()  # the whole product: the transpose of B first where there is one
     cupy.cuda.Device().synchronize()
     ref, abs_ref, where = verify.reference(A_h, B_h, 1 << 27)
     out = mode.fetch(C) if where == "cpu_f64" else C
@@ -103,8 +106,12 @@ def test_measure_records_samples_failures_and_skips(launchers):
         cpu_max_mnk=1 << 27,
     )
     df = measure.run(launchers["tiled_tile16"].variant, launchers["tiled_tile16"].cubin, plan, progress=False)
-    assert (df.status == "ok").all() and len(df) == 10
+    assert (df.status == "ok").all() and len(df) == 20  # kernel and end-to-end samples
     assert df.verified.all() and (df.gflops > 0).all()
+    df = measure.run(
+        launchers["coalesced_bt_tile16"].variant, launchers["coalesced_bt_tile16"].cubin, plan, progress=False
+    )
+    assert set(df.timed) == {"kernel", "prepare", "end_to_end"} and (df.status == "ok").all()
     tight = dataclasses.replace(plan, shapes=[(64, 64, 64), (2048, 2048, 2048)], budget_s=1e-6)
     df = measure.run(launchers["naive"].variant, launchers["naive"].cubin, tight, progress=False)
     assert set(df.status) == {"skipped"} and df.reason.str.contains("budget").all()

@@ -34,6 +34,18 @@ def test_slug():
     assert reference.slug("NVIDIA H200") == "h200"
 
 
+GPU = {
+    "name": "NVIDIA H200",
+    "compute_capability": "9.0",
+    "sm_count": 132,
+    "sm_clock_khz": 1980000,
+    "max_threads_per_sm": 2048,
+    "regs_per_sm": 65536,
+    "smem_per_sm": 233472,
+    "max_blocks_per_sm": 32,
+}
+
+
 def make_archive(root, name, date, variants):
     """A small archive shaped like a real one (synthetic numbers, for the bookkeeping only)."""
     arch = root / name
@@ -68,12 +80,33 @@ def make_archive(root, name, date, variants):
         if v.is_cuda:
             b = arch / "build" / v.id
             b.mkdir(parents=True)
-            (b / "resources.json").write_text(json.dumps({"variant": v.id, "registers": 32}))
+            res = {
+                "variant": v.id,
+                "entry": v.entry,
+                "arch": "sm_90",
+                "registers": 32,
+                "stack_bytes": 0,
+                "spill_store_bytes": 0,
+                "spill_load_bytes": 0,
+                "smem_bytes": 2048,
+                "barriers": 1,
+            }
+            (b / "resources.json").write_text(json.dumps(res))
+            loop = {
+                "variant": v.id,
+                "status": "ok",
+                "reason": "",
+                "ptx_instructions": 76,
+                "ptx_fma": 16,
+                "ptx_global_loads": 2,
+                "sass_instructions": 57,
+                "sass_fma": 16,
+                "sass_global_loads": 2,
+            }
+            (b / "loop.json").write_text(json.dumps(loop))
     (arch / "raw").mkdir(parents=True, exist_ok=True)
     (arch / "raw" / "provenance.json").write_text(
-        json.dumps(
-            {"date": date, "gpu": {"name": "NVIDIA H200"}, "git_commit": "abc123", "data_source": {"mode": "measure"}}
-        )
+        json.dumps({"date": date, "gpu": GPU, "git_commit": "abc123", "data_source": {"mode": "measure"}})
     )
     return arch
 
@@ -115,6 +148,11 @@ def test_replay_copies_flags_stale_and_lists_missing(tmp_path, monkeypatch):
     variants = pd.read_csv(tmp_path / "tables" / "variants.csv").set_index("variant")
     assert variants.loc[t16.id, "stale"] and not variants.loc[naive.id, "stale"]
     assert variants.loc[t8.id, "origin"] == "not measured"
+    resources = pd.read_csv(tmp_path / "tables" / "resources.csv").set_index("variant")
+    assert resources.loc[naive.id, "occupancy"] == 1.0 and resources.loc[naive.id, "threads_per_block"] == 256
+    assert resources.loc[t8.id, "status"] == "not measured"
+    estimate = pd.read_csv(tmp_path / "tables" / "estimate.csv")
+    assert set(estimate.variant) == {naive.id, t16.id} and set(estimate.level) == {"ptx", "sass"}
     summary = pd.read_csv(tmp_path / "tables" / "summary.csv").set_index("variant")
     assert summary.loc[naive.id, "median_ms"] == pytest.approx(0.02) and summary.loc[naive.id, "samples"] == 3
     assert summary.loc[t8.id, "status"] == "not measured"

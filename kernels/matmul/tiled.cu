@@ -13,6 +13,10 @@
 //
 // Edges: tiles that overhang A or B are padded with zeros, and only threads
 // inside C write, so M, N and K need not be multiples of TILE (12 included).
+//
+// NO_UNROLL=1 keeps the inner product loop rolled (`#pragma unroll 1`): that
+// build is the `tiled_nounroll` variant, seed 000's "tiled" against "tiled and
+// unrolled" (Section 3.5, Figure 7).
 
 #ifndef TILE
 #error "define TILE (4..32), e.g. nvcc -DTILE=16"
@@ -40,7 +44,11 @@ extern "C" __global__ void matmul_tiled(const float *__restrict__ A,
         As[ty][tx] = (row < M && t + tx < K) ? A[(size_t)row * K + t + tx] : 0.0f;
         Bs[ty][tx] = (t + ty < K && col < N) ? B[(size_t)(t + ty) * N + col] : 0.0f;
         __syncthreads();
+#if NO_UNROLL
+#pragma unroll 1
+#else
 #pragma unroll
+#endif
         for (int k = 0; k < TILE; ++k) {
             acc += As[ty][k] * Bs[k][tx];
         }

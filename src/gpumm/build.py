@@ -5,7 +5,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from gpumm import ptxas
+from gpumm import loops, ptxas
 from gpumm.catalog import Variant
 
 NVCC_FLAGS = ("-O3", "-lineinfo", "-std=c++17")
@@ -27,7 +27,17 @@ def nvcc() -> str:
 def command(variant: Variant, arch: str, out: Path, target: str) -> list[str]:
     """The nvcc command line for one output (target: cubin | ptx)."""
     defines = [f"-D{k}={v}" for k, v in variant.defines]
-    cmd = [nvcc(), f"-arch={arch}", f"-{target}", *NVCC_FLAGS, *defines, "-o", str(out), str(variant.source)]
+    cmd = [
+        nvcc(),
+        f"-arch={arch}",
+        f"-{target}",
+        *NVCC_FLAGS,
+        *variant.nvcc_flags,
+        *defines,
+        "-o",
+        str(out),
+        str(variant.source),
+    ]
     if target == "cubin":
         cmd[3:3] = ["-Xptxas", "-v"]
     return cmd
@@ -36,9 +46,11 @@ def command(variant: Variant, arch: str, out: Path, target: str) -> list[str]:
 def build(variant: Variant, arch: str, out_dir: Path) -> dict:
     """Compile ``variant`` into ``out_dir``; return its resource report.
 
-    Writes kernel.cubin, kernel.ptx, ptxas.log and resources.json. Outputs are
-    written under temporary names and renamed at the end, so a failed build
-    leaves nothing that looks finished.
+    Writes kernel.cubin, kernel.ptx, ptxas.log, resources.json, and the
+    innermost-loop counts of PTX and SASS (kernel.sass, loop.json; a loop.json
+    saying why when cuobjdump is missing). Outputs are written under temporary
+    names and renamed at the end, so a failed build leaves nothing that looks
+    finished.
     """
     if not variant.is_cuda:
         raise BuildError(f"{variant.id} is not a CUDA variant; nothing to build")
@@ -52,10 +64,21 @@ def build(variant: Variant, arch: str, out_dir: Path) -> dict:
             raise BuildError(f"nvcc failed for {variant.id} ({target}):\n{proc.stderr.strip()}")
     report = ptxas.parse(logs[0], variant.entry)
     report.update(
-        variant=variant.id, defines=variant.defines_text(), digest=variant.digest(), nvcc_flags=" ".join(NVCC_FLAGS)
+        variant=variant.id,
+        defines=variant.defines_text(),
+        digest=variant.digest(),
+        nvcc_flags=" ".join((*NVCC_FLAGS, *variant.nvcc_flags)),
     )
     (out_dir / "ptxas.log").write_text(logs[0])
     (out_dir / "resources.json.tmp").write_text(json.dumps(report, indent=1))
-    for name in ("kernel.cubin", "kernel.ptx", "resources.json"):
+    loop = {"variant": variant.id, "entry": variant.entry, "status": "ok", "reason": ""}
+    try:
+        sass = loops.disassemble(out_dir / "kernel.cubin.tmp")
+        (out_dir / "kernel.sass").write_text(sass)
+        loop.update(loops.analyse((out_dir / "kernel.ptx.tmp").read_text(), sass, variant.entry))
+    except loops.LoopError as exc:
+        loop.update(status="missing", reason=str(exc))
+    (out_dir / "loop.json.tmp").write_text(json.dumps(loop, indent=1))
+    for name in ("kernel.cubin", "kernel.ptx", "resources.json", "loop.json"):
         (out_dir / f"{name}.tmp").replace(out_dir / name)
     return report

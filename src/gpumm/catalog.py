@@ -9,6 +9,7 @@ is one variant named like the family.
 import hashlib
 import itertools
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +31,7 @@ class Variant:
 
     id: str
     family: str
-    kind: str  # cuda | cublas
+    kind: str  # cuda | cublas | cpu
     label: str
     flops: str
     bytes: str
@@ -39,15 +40,36 @@ class Variant:
     entry: str | None = None
     block: tuple[str, str] | None = None
     grid: tuple[str, str] | None = None
-    defines: tuple[tuple[str, int], ...] = field(default_factory=tuple)
+    defines: tuple[tuple[str, int], ...] = field(default_factory=tuple)  # params first, then fixed ones
+    includes: tuple[str, ...] = ()
+    nvcc_flags: tuple[str, ...] = ()
+    prepare: tuple[str, tuple[str, str], tuple[str, str]] | None = None  # entry, block, grid
+    max_size: int | None = None
+    rung_below: str | None = None
 
     @property
     def is_cuda(self) -> bool:
         return self.kind == "cuda"
 
     @property
+    def on_gpu(self) -> bool:
+        return self.kind in ("cuda", "cublas")
+
+    @property
     def source(self) -> Path | None:
         return paths.KERNELS / self.file if self.file else None
+
+    def inputs(self) -> list[Path]:
+        """Every file the build reads: the kernel file and what it includes."""
+        return [paths.KERNELS / f for f in (self.file, *self.includes) if f]
+
+    def prepare_dims(self, M: int, N: int, K: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(grid, block) of the preparation kernel."""
+        _, block, grid = self.prepare
+        names = self.names(M, N, K)
+        g = tuple(int(expr.evaluate(e, names)) for e in grid) + (1,)
+        b = tuple(int(expr.evaluate(e, names)) for e in block) + (1,)
+        return g, b
 
     def defines_text(self) -> str:
         """Defines as 'A=1,B=2' ('' when none), the form written to tables."""
@@ -72,9 +94,9 @@ class Variant:
     def digest(self) -> str:
         """Digest of what decides this variant's code: source bytes, defines, entry."""
         h = hashlib.sha256()
-        h.update(json.dumps([self.kind, self.entry, list(self.defines)]).encode())
-        if self.source is not None:
-            h.update(self.source.read_bytes())
+        h.update(json.dumps([self.kind, self.entry, list(self.defines), list(self.nvcc_flags)]).encode())
+        for f in self.inputs():
+            h.update(f.read_bytes())
         return h.hexdigest()[:16]
 
 
@@ -91,20 +113,29 @@ def load(path: Path = paths.CATALOG) -> dict:
         raise CatalogError(f"{path.name}: {where}: {error.message}")
     families = data["variants"]
     for name, fam in families.items():
-        _check_family(name, fam)
+        _check_family(name, fam, families)
     return families
 
 
-def _check_family(name: str, fam: dict) -> None:
+def _check_family(name: str, fam: dict, families: dict) -> None:
+    below = fam.get("rung_below")
+    if below is not None and below not in families:
+        raise CatalogError(f"catalog: {name}.rung_below: no family {below!r}")
     if fam["kind"] != "cuda":
         return
-    source = paths.KERNELS / fam["file"]
-    if not source.is_file():
-        raise CatalogError(f"catalog: {name}: kernel file {source} does not exist")
+    for f in (fam["file"], *fam.get("includes", [])):
+        if not (paths.KERNELS / f).is_file():
+            raise CatalogError(f"catalog: {name}: kernel file {paths.KERNELS / f} does not exist")
     params = fam.get("params", {})
-    allowed = {"M", "N", "K", *params}
-    for key in ("block", "grid", "flops", "bytes"):
-        items = fam[key] if isinstance(fam[key], list) else [fam[key]]
+    allowed = {"M", "N", "K", *params, *fam.get("defines", {})}
+    for flag in fam.get("nvcc_flags", []):
+        unknown = set(re.findall(r"{(\w+)}", flag)) - set(params)
+        if unknown:
+            raise CatalogError(f"catalog: {name}.nvcc_flags: {flag!r} names no param {sorted(unknown)}")
+    prep = fam.get("prepare", {})
+    checks = [("block", fam["block"]), ("grid", fam["grid"]), ("flops", [fam["flops"]]), ("bytes", [fam["bytes"]])]
+    checks += [("prepare.block", prep.get("block", [])), ("prepare.grid", prep.get("grid", []))]
+    for key, items in checks:
         for text in items:
             try:
                 unknown = expr.names_in(text) - allowed
@@ -145,9 +176,11 @@ def expand(selection: dict[str, dict[str, list[int]]], families: dict | None = N
                     )
             values[pname] = sorted(set(vals))
         combos = list(itertools.product(*values.values())) if values else [()]
+        prep = fam.get("prepare")
         for combo in combos:
-            defines = tuple(zip(values.keys(), combo))
-            vid = name + "".join(f"_{k.lower()}{v}" for k, v in defines)
+            chosen_params = dict(zip(values.keys(), combo))
+            vid = name + "".join(f"_{k.lower()}{v}" for k, v in chosen_params.items())
+            defines = tuple(chosen_params.items()) + tuple(fam.get("defines", {}).items())
             variant = Variant(
                 id=vid,
                 family=name,
@@ -161,6 +194,11 @@ def expand(selection: dict[str, dict[str, list[int]]], families: dict | None = N
                 block=tuple(fam["block"]) if "block" in fam else None,
                 grid=tuple(fam["grid"]) if "grid" in fam else None,
                 defines=defines,
+                includes=tuple(fam.get("includes", [])),
+                nvcc_flags=tuple(f.format(**chosen_params) for f in fam.get("nvcc_flags", [])),
+                prepare=(prep["entry"], tuple(prep["block"]), tuple(prep["grid"])) if prep else None,
+                max_size=fam.get("max_size"),
+                rung_below=fam.get("rung_below"),
             )
             if variant.is_cuda:
                 threads = variant.block_dims()[0] * variant.block_dims()[1]
@@ -179,8 +217,6 @@ def by_id(variants: list[Variant]) -> dict[str, Variant]:
 
 def from_id(vid: str, families: dict | None = None) -> Variant:
     """The variant a name such as ``tiled_tile16`` stands for."""
-    import re
-
     families = load() if families is None else families
     for name, fam in families.items():
         params = list(fam.get("params", {}))

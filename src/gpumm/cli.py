@@ -39,6 +39,8 @@ def cmd_measure(a):
         budget_s=a.budget,
         seed=a.seed,
         cpu_max_mnk=a.cpu_max_mnk,
+        cpu_repeats=a.cpu_repeats,
+        end_to_end_max_size=a.end_to_end_max_size,
     )
     started = time.time()
     df = measure.run(v, Path(a.cubin) if a.cubin else None, plan)
@@ -56,6 +58,9 @@ def cmd_profile(a):
     v = catalog.from_id(a.variant)
     if a.disabled:
         profile.missing(v, a.size, "profiling disabled in the config (profile.enabled: false)", Path(a.out_dir))
+        return
+    if not v.on_gpu:
+        profile.missing(v, a.size, "a CPU variant: no GPU kernel to profile", Path(a.out_dir))
         return
     df = profile.run(v, Path(a.cubin) if a.cubin else None, a.size, a.seed, a.metrics.split(","), Path(a.out_dir))
     print(f"profile {a.variant}: {df['status'].iloc[0]} ({len(df)} rows)")
@@ -158,6 +163,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--budget", type=float, default=20.0)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--cpu-max-mnk", type=int, default=128**3)
+    s.add_argument("--cpu-repeats", type=int, default=5)
+    s.add_argument("--end-to-end-max-size", type=int, default=2048)
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_measure)
 

@@ -50,13 +50,15 @@ class Plan:
     budget_s: float
     seed: int
     cpu_max_mnk: int
+    cpu_repeats: int = 5  # CPU variants: one warm-up, then this many timed calls
+    end_to_end_max_size: int = 2048  # GPU variants are also timed end to end up to this size
 
 
 def inputs(seed: int, M: int, N: int, K: int) -> tuple[np.ndarray, np.ndarray]:
     """Random A (M x K) and B (K x N), uniform in [-1, 1), float32; fresh per shape."""
     rng = np.random.default_rng([seed, M, N, K])
-    A = rng.uniform(-1.0, 1.0, size=(M, K)).astype(np.float32)
-    B = rng.uniform(-1.0, 1.0, size=(K, N)).astype(np.float32)
+    A = rng.random((M, K), dtype=np.float32) * 2 - 1
+    B = rng.random((K, N), dtype=np.float32) * 2 - 1
     return A, B
 
 
@@ -71,8 +73,9 @@ def run(variant: Variant, cubin: Path | None, plan: Plan, progress: bool = True)
     from tqdm import tqdm
 
     launcher = Launcher(variant, cubin)
+    modes = plan.modes if variant.on_gpu else ["host"]
     rows: list[dict] = []
-    work = [(m, s) for m in plan.modes for s in plan.shapes]
+    work = [(m, s) for m in modes for s in plan.shapes]
     bar = tqdm(work, desc=variant.id, unit="shape", disable=not progress, mininterval=0.5)
     rate: dict[str, float] = {}  # flop/s at the last measured shape, per mode
     broken = ""
@@ -87,45 +90,56 @@ def run(variant: Variant, cubin: Path | None, plan: Plan, progress: bool = True)
             N=N,
             K=K,
             memory_mode=mode_name,
-            timed="kernel",
+            timed="kernel" if variant.on_gpu else "end_to_end",
         )
         flops, _ = variant.work(M, N, K)
+        launches = _launches(variant, plan) + 1
         if broken:
             rows.append({**base, "status": "failed", "reason": f"not run: an earlier CUDA error ({broken})"})
-            continue
-        launches = plan.warmups + plan.repeats + 1
-        if mode_name in rate and flops / rate[mode_name] * launches > plan.budget_s:
+        elif variant.max_size and max(M, N, K) > variant.max_size:
+            rows.append(
+                {
+                    **base,
+                    "status": "skipped",
+                    "reason": f"larger than this variant's max_size {variant.max_size} (catalog)",
+                }
+            )
+        elif mode_name in rate and flops / rate[mode_name] * launches > plan.budget_s:
             predicted = flops / rate[mode_name] * launches
             rows.append(
                 {
                     **base,
                     "status": "skipped",
-                    "reason": f"predicted {predicted:.0f} s for {launches} launches > budget {plan.budget_s:g} s",
+                    "reason": f"predicted {predicted:.0f} s for {launches} runs > budget {plan.budget_s:g} s",
                 }
             )
-            continue
-        try:
-            new_rows, seconds = _one_shape(launcher, memory.get(mode_name), plan, base, M, N, K, flops)
-        except Exception as exc:  # a CUDA error poisons the context: record it, stop launching
-            broken = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            rows.append({**base, "status": "failed", "reason": broken})
-            continue
-        rows.extend(new_rows)
-        if seconds:
-            rate[mode_name] = flops / seconds
+        else:
+            try:
+                new_rows, seconds = _one_shape(launcher, memory.get(mode_name), plan, base, M, N, K, flops)
+            except Exception as exc:  # a CUDA error poisons the context: record it, stop launching
+                broken = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                rows.append({**base, "status": "failed", "reason": broken})
+                continue
+            _free(variant)  # this shape's arrays are gone: return their memory
+            rows.extend(new_rows)
+            if seconds:
+                rate[mode_name] = flops / seconds
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _one_shape(launcher, mode, plan, base, M, N, K, flops):
-    import cupy
+def _launches(variant: Variant, plan: Plan) -> int:
+    return plan.warmups + plan.repeats if variant.on_gpu else 1 + plan.cpu_repeats
 
+
+def _one_shape(launcher, mode, plan, base, M, N, K, flops):
+    variant = launcher.variant
     A_host, B_host = inputs(plan.seed, M, N, K)
     A, B = mode.place(A_host), mode.place(B_host)
     C = mode.empty((M, N))
-    C.fill(np.nan)  # poison: an element the kernel never writes stays NaN
-    launch = launcher.bind(A, B, C)
-    launch()
-    cupy.cuda.Device().synchronize()
+    C.fill(np.nan)  # poison: an element the product never writes stays NaN
+    product = launcher.bind(A, B, C)
+    product()
+    _sync(variant)
     ref, abs_ref, where = verify.reference(A_host, B_host, plan.cpu_max_mnk)
     out = mode.fetch(C) if where == "cpu_f64" else C
     check = verify.compare(out, ref, abs_ref, K, where)
@@ -133,20 +147,56 @@ def _one_shape(launcher, mode, plan, base, M, N, K, flops):
     common = dict(max_rel_err=check.max_rel_err, tolerance=check.tolerance, reference=where, verified=check.ok)
     if not check.ok:
         return [{**base, **common, "status": "failed", "reason": check.reason}], 0.0
-    # one timed launch predicts the whole measurement; skip it if over budget
-    single = timing.time_launches(launch, 0, 1)[0] / 1e3
-    launches = plan.warmups + plan.repeats
-    if single * launches > plan.budget_s:
-        reason = f"one launch took {single:.2f} s: {launches} launches > budget {plan.budget_s:g} s"
+    timer = timing.time_launches if variant.on_gpu else timing.time_host
+    warmups, repeats = (plan.warmups, plan.repeats) if variant.on_gpu else (1, plan.cpu_repeats)
+    # one timed run predicts the whole measurement; skip it if over budget
+    single = timer(product.run, 0, 1)[0] / 1e3
+    if single * (warmups + repeats) > plan.budget_s:
+        reason = f"one run took {single:.2f} s: {warmups + repeats} runs > budget {plan.budget_s:g} s"
         return [{**base, **common, "status": "skipped", "reason": reason}], single
-    samples = timing.time_launches(launch, plan.warmups, plan.repeats)
-    rows = [
-        {**base, **common, "repeat": i, "ms": ms, "gflops": flops / (ms * 1e-3) / 1e9, "status": "ok", "reason": ""}
-        for i, ms in enumerate(samples)
-    ]
-    del A, B, C
-    cupy.get_default_memory_pool().free_all_blocks()
-    return rows, float(np.median(samples)) / 1e3
+    timed = {base["timed"]: timer(product.run, warmups, repeats)}
+    if product.prepare is not None:
+        timed["prepare"] = timer(product.prepare, warmups, repeats)
+    if "end_to_end" in mode.info.timed and variant.on_gpu and max(M, N, K) <= plan.end_to_end_max_size:
+        C_host = np.empty((M, N), dtype=np.float32)
+
+        def end_to_end():
+            mode.upload(A, A_host)
+            mode.upload(B, B_host)
+            product()
+            mode.download(C, C_host)
+
+        timed["end_to_end"] = timer(end_to_end, warmups, repeats)
+    rows = []
+    for what, samples in timed.items():
+        rows += [
+            {
+                **base,
+                **common,
+                "timed": what,
+                "repeat": i,
+                "ms": ms,
+                "gflops": flops / (ms * 1e-3) / 1e9 if what != "prepare" else np.nan,
+                "status": "ok",
+                "reason": "",
+            }
+            for i, ms in enumerate(samples)
+        ]
+    return rows, float(np.median(timed[base["timed"]])) / 1e3
+
+
+def _sync(variant: Variant) -> None:
+    if variant.on_gpu:
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+
+
+def _free(variant: Variant) -> None:
+    if variant.on_gpu:
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
 
 
 def write(df: pd.DataFrame, meta: dict, out_dir: Path) -> None:

@@ -37,11 +37,36 @@ class MemoryMode:
         """A host copy of a device-visible array."""
         raise NotImplementedError
 
+    def upload(self, array, host: np.ndarray) -> None:
+        """Refill ``array`` from ``host`` (the host-to-device part of an end-to-end product)."""
+        raise NotImplementedError
+
+    def download(self, array, host: np.ndarray) -> None:
+        """Copy ``array`` into ``host`` (the device-to-host part)."""
+        raise NotImplementedError
+
+
+class HostMemory(MemoryMode):
+    """Plain NumPy arrays, for the CPU variants."""
+
+    info = ModeInfo("host", "NumPy arrays in host memory (CPU variants)", ("end_to_end",))
+
+    def place(self, host):
+        return host.copy()
+
+    def empty(self, shape, dtype=np.float32):
+        return np.empty(shape, dtype=dtype)
+
+    def fetch(self, array):
+        return array
+
 
 class DeviceMemory(MemoryMode):
     """cudaMalloc'd device memory, filled and read back by explicit copies."""
 
-    info = ModeInfo("device", "cudaMalloc + explicit host-to-device and device-to-host copies", ("kernel",))
+    info = ModeInfo(
+        "device", "cudaMalloc + explicit host-to-device and device-to-host copies", ("kernel", "end_to_end")
+    )
 
     def place(self, host):
         import cupy
@@ -58,8 +83,14 @@ class DeviceMemory(MemoryMode):
 
         return cupy.asnumpy(array)
 
+    def upload(self, array, host):
+        array.set(host)
 
-MODES: dict[str, type[MemoryMode]] = {"device": DeviceMemory}
+    def download(self, array, host):
+        array.get(out=host)
+
+
+MODES: dict[str, type[MemoryMode]] = {"device": DeviceMemory, "host": HostMemory}
 
 
 def get(name: str) -> MemoryMode:

@@ -1,16 +1,20 @@
 """The report's pages: one executed notebook each, and the study IDs it shows."""
 
 PAGES = [
+    {"notebook": "ladder", "title": "The ladder: every variant, its share of cuBLAS, its gain", "ids": ["S1-C1"]},
     {
-        "notebook": "matmul_basics",
-        "title": "Naive and tiled matrix multiply (seed 000)",
-        "ids": ["S0-T1", "S0-T3"],
+        "notebook": "seed000",
+        "title": "Seed 000: the GPU on the matrix-matrix multiply (G80)",
+        "ids": ["S0-T1", "S0-T3", "S0-S35", "S0-S36", "S0-S37", "S0-F7"],
     },
+    {"notebook": "seed001", "title": "Seed 001: Efficient CUDA (P100)", "ids": ["S1-F4", "S1-C1"]},
     {
-        "notebook": "profiles",
-        "title": "Compiler resources and Nsight Compute profiles",
-        "ids": ["DC-PROF"],
+        "notebook": "seed002",
+        "title": "Seed 002: matrix multiplication and transpose (GTX 480)",
+        "ids": ["S2-MM", "S2-CPU", "S2-NSQ", "S2-CGMA"],
     },
+    {"notebook": "seed003", "title": "Seed 003: the SDK's matrixMul (MCS 572)", "ids": ["S3-SDK"]},
+    {"notebook": "profiles", "title": "Compiler resources and Nsight Compute profiles", "ids": ["DC-PROF"]},
 ]
 
 

@@ -55,13 +55,15 @@ def variant(v: Variant, archive: Path, results: Path = paths.RESULTS) -> dict:
 
 
 def resources(v: Variant, archive: Path, results: Path = paths.RESULTS) -> None:
-    """Copy a CUDA variant's archived resource report (or say it is not in the archive)."""
-    src, dst = archive / "build" / v.id / "resources.json", paths.build_dir(v.id, results)
+    """Copy a CUDA variant's archived resource report and loop counts (or say they are not in the archive)."""
+    src, dst = archive / "build" / v.id, paths.build_dir(v.id, results)
     dst.mkdir(parents=True, exist_ok=True)
-    if src.is_file():
-        shutil.copy2(src, dst / "resources.json")
-    else:
-        (dst / "resources.json").write_text(json.dumps({"variant": v.id, "status": "not measured"}))
+    for name in ("resources.json", "loop.json"):
+        if (src / name).is_file():
+            shutil.copy2(src / name, dst / name)
+        else:
+            why = f"not in the archived run {archive.name}"
+            (dst / name).write_text(json.dumps({"variant": v.id, "status": "not measured", "reason": why}))
 
 
 def provenance(archive: Path, why: str, digests_now: dict[str, str], results: Path = paths.RESULTS) -> dict:

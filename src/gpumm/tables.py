@@ -7,8 +7,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpumm import paths
+from gpumm import analysis, paths
 from gpumm.catalog import Variant
+
+LADDER_SIZE = 4096  # the size of the summary table (seed 000's largest)
 
 SHAPE = ["variant", "family", "defines", "kind", "M", "N", "K", "memory_mode", "timed"]
 
@@ -34,6 +36,8 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
             min_ms=ms.min() if len(ms) else np.nan,
             max_ms=ms.max() if len(ms) else np.nan,
             max_rel_err=first["max_rel_err"],
+            tolerance=first["tolerance"],
+            reference=first["reference"],
             verified=first["verified"],
         )
         out.append(row)
@@ -45,41 +49,30 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
 
 
 def collect(variants: list[Variant], results: Path, out: Path) -> None:
-    """Write samples, summary, resources, profiles, variants, source and published tables."""
+    """Write every table the notebooks read, each whole or not at all."""
     out.mkdir(parents=True, exist_ok=True)
-    samples = pd.concat(
-        [pd.read_csv(paths.raw_dir(v.id, results) / "samples.csv") for v in variants], ignore_index=True
-    )
-    profiles = pd.concat(
-        [pd.read_csv(paths.raw_dir(v.id, results) / "profile.csv") for v in variants], ignore_index=True
-    )
-    resources = [
-        json.loads((paths.build_dir(v.id, results) / "resources.json").read_text()) for v in variants if v.is_cuda
-    ]
-    rows = []
-    for v in variants:
-        meta = json.loads((paths.raw_dir(v.id, results) / "meta.json").read_text())
-        rows.append(
-            {
-                "variant": v.id,
-                "family": v.family,
-                "defines": v.defines_text(),
-                "kind": v.kind,
-                "label": v.label,
-                "studies": " ".join(v.studies),
-                "origin": meta.get("origin", ""),
-                "stale": bool(meta.get("stale", False)),
-                "digest": v.digest(),
-                "archived_digest": meta.get("archived_digest", ""),
-            }
-        )
+    samples = pd.concat([_csv(paths.raw_dir(v.id, results) / "samples.csv") for v in variants], ignore_index=True)
+    profiles = pd.concat([_csv(paths.raw_dir(v.id, results) / "profile.csv") for v in variants], ignore_index=True)
     prov = json.loads((results / "raw" / "provenance.json").read_text())
+    gpu = prov.get("gpu", {})
+    resources, loop_rows = [], []
+    for v in (v for v in variants if v.is_cuda):
+        res = _json(paths.build_dir(v.id, results) / "resources.json")
+        loop = _json(paths.build_dir(v.id, results) / "loop.json")
+        resources.append({**_with_occupancy(res, v, gpu), "variant": v.id, "family": v.family})
+        loop_rows.append({**loop, "variant": v.id, "family": v.family, "defines": v.defines_text()})
+    summary = summarise(samples)
+    loops = pd.DataFrame(loop_rows)
     tables = {
         "samples": samples,
-        "summary": summarise(samples),
+        "summary": summary,
         "profiles": profiles,
         "resources": pd.DataFrame(resources),
-        "variants": pd.DataFrame(rows),
+        "variants": pd.DataFrame([_variant_row(v, results) for v in variants]),
+        "loops": loops,
+        "estimate": _estimates(loops, gpu),
+        "ladder": analysis.ladder(summary, _families(variants), LADDER_SIZE),
+        "claims": pd.DataFrame([{"claim": "S1-C1", **analysis.claim_s1_c1(summary)}]),
     }
     for name, df in tables.items():
         df.to_csv(out / f"{name}.csv.tmp", index=False)
@@ -88,3 +81,80 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
     for name in [*tables, "published"]:
         (out / f"{name}.csv.tmp").replace(out / f"{name}.csv")
     (out / "source.json.tmp").replace(out / "source.json")
+
+
+def _csv(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path)
+
+
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _variant_row(v: Variant, results: Path) -> dict:
+    meta = _json(paths.raw_dir(v.id, results) / "meta.json")
+    return {
+        "variant": v.id,
+        "family": v.family,
+        "defines": v.defines_text(),
+        "kind": v.kind,
+        "label": v.label,
+        "studies": " ".join(v.studies),
+        "origin": meta.get("origin", ""),
+        "stale": bool(meta.get("stale", False)),
+        "digest": v.digest(),
+        "archived_digest": meta.get("archived_digest", ""),
+    }
+
+
+def _with_occupancy(res: dict, v: Variant, gpu: dict) -> dict:
+    """The resource report plus threads per block and theoretical occupancy on the run's GPU."""
+    if "registers" not in res:  # not in the archive
+        return res
+    x, y, _ = v.block_dims()
+    return {**res, "threads_per_block": x * y, **analysis.occupancy(x * y, res["registers"], res["smem_bytes"], gpu)}
+
+
+def _estimates(loops: pd.DataFrame, gpu: dict) -> pd.DataFrame:
+    """Seed 000's PTX estimate for every variant whose loop was counted (S0-S37), and the same from SASS."""
+    rows = []
+    for r in loops.to_dict("records"):
+        if r.get("status") != "ok":
+            continue
+        for level in ("ptx", "sass"):
+            fma, n, loads = r[f"{level}_fma"], r[f"{level}_instructions"], r[f"{level}_global_loads"]
+            rows.append(
+                {
+                    "variant": r["variant"],
+                    "family": r["family"],
+                    "level": level,
+                    "instructions": n,
+                    "fma": fma,
+                    "global_loads": loads,
+                    "cgma": analysis.cgma(fma, loads),
+                    **analysis.ptx_estimate(fma, n, loads, gpu),
+                }
+            )
+    columns = [
+        "variant",
+        "family",
+        "level",
+        "instructions",
+        "fma",
+        "global_loads",
+        "cgma",
+        "peak_gflops",
+        "fma_share",
+        "potential_gflops",
+        "load_share",
+        "required_gbs",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _families(variants: list[Variant]) -> list[dict]:
+    """Families in catalog order, each with its rung below when that family runs too."""
+    seen: dict[str, str | None] = {}
+    for v in variants:
+        seen.setdefault(v.family, v.rung_below)
+    return [{"family": f, "rung_below": b if b in seen else None} for f, b in seen.items()]

@@ -22,3 +22,17 @@ def time_launches(launch: Callable[[], None], warmups: int, repeats: int) -> lis
         pairs.append((start, end))
     pairs[-1][1].synchronize()
     return [cupy.cuda.get_elapsed_time(s, e) for s, e in pairs]
+
+
+def time_host(fn: Callable[[], None], warmups: int, repeats: int) -> list[float]:
+    """Milliseconds of each of ``repeats`` calls of a host function (the CPU variants)."""
+    import time
+
+    for _ in range(warmups):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return samples

@@ -57,9 +57,11 @@ wildcard_constraints:
 
 
 def kernel_source(wildcards):
-    """The kernel file of a CUDA variant; nothing for library variants."""
-    v = VARIANTS[wildcards.variant]
-    return [str(v.source.relative_to(workflow.basedir))] if v.is_cuda else []
+    """The kernel file of a CUDA variant and what it includes; nothing for the others."""
+    return [
+        str(p.relative_to(workflow.basedir))
+        for p in VARIANTS[wildcards.variant].inputs()
+    ]
 
 
 def cubin(wildcards):
@@ -79,5 +81,6 @@ def collected_inputs(wildcards):
         "meta": expand(f"{RAW}/meta.json", variant=ALL_IDS),
         "profiles": expand(f"{RAW}/profile.csv", variant=ALL_IDS),
         "resources": expand("results/build/{variant}/resources.json", variant=CUDA_IDS),
+        "loops": expand("results/build/{variant}/loop.json", variant=CUDA_IDS),
         "provenance": "results/raw/provenance.json",
     }

@@ -8,6 +8,7 @@ rule build:
         cubin="results/build/{variant}/kernel.cubin",
         ptx="results/build/{variant}/kernel.ptx",
         resources="results/build/{variant}/resources.json",
+        loop="results/build/{variant}/loop.json",
     log:
         "results/logs/build/{variant}.log",
     wildcard_constraints:
@@ -45,7 +46,9 @@ rule measure:
         " --sizes {params.sizes} --shapes '{params.shapes}' --modes {params.modes}"
         " --warmups {params.timing[warmups]} --repeats {params.timing[repeats]}"
         " --budget {params.timing[budget_s]} --seed {params.seed}"
-        " --cpu-max-mnk {params.cpu_max} --out-dir results/raw/{wildcards.variant}"
+        " --cpu-max-mnk {params.cpu_max} --cpu-repeats {params.timing[cpu_repeats]}"
+        " --end-to-end-max-size {params.timing[end_to_end_max_size]}"
+        " --out-dir results/raw/{wildcards.variant}"
         " 2>&1 | tee {log}"
 
 

@@ -23,7 +23,8 @@ rule replay_build:
         source=kernel_source,
         archive=f"{ARCHIVE}/raw/provenance.json",
     output:
-        "results/build/{variant}/resources.json",
+        resources="results/build/{variant}/resources.json",
+        loop="results/build/{variant}/loop.json",
     log:
         "results/logs/replay/{variant}.build.log",
     wildcard_constraints:

@@ -1,0 +1,161 @@
+"""Analyses of a run, as pure functions on its tables (tested on the CPU).
+
+- occupancy: the theoretical occupancy of a kernel from its resource report
+  and the device's limits (S0-S36);
+- peak and the PTX estimate of seed 000 Section 3.7 (S0-S37);
+- the compute-to-global-memory ratio of a loop (S2-CGMA, S3-CGMA);
+- the ladder: each family's best GFLOP/s at one size, its share of cuBLAS and
+  its gain over the rung below;
+- claim S1-C1 of seed 001, checked on our numbers.
+"""
+
+import math
+
+import pandas as pd
+
+# FP32 results per clock per SM (fused multiply-add lanes), by compute
+# capability: CUDA C++ Programming Guide, "Arithmetic Instructions" table.
+FP32_LANES_PER_SM = {
+    (7, 0): 64,
+    (7, 5): 64,
+    (8, 0): 64,
+    (8, 6): 128,
+    (8, 7): 128,
+    (8, 9): 128,
+    (9, 0): 128,
+    (10, 0): 128,
+    (10, 3): 128,
+    (12, 0): 128,
+}
+# Occupancy granularities for compute capability 7.0 and newer (CUDA occupancy
+# calculator): registers are allocated per warp in units of 256, and the
+# runtime reserves 1 KiB of shared memory per block (8.0 and newer).
+REG_ALLOC_UNIT = 256
+SMEM_RESERVED_PER_BLOCK = 1024
+SMEM_ALLOC_UNIT = 128
+
+
+def lanes(gpu: dict) -> int | None:
+    major, minor = (int(x) for x in str(gpu.get("compute_capability", "0.0")).split("."))
+    return FP32_LANES_PER_SM.get((major, minor))
+
+
+def fp32_peak(gpu: dict) -> float:
+    """FP32 peak in flop/s: SMs x lanes x 2 (a fused multiply-add is 2 flops) x SM clock."""
+    n = lanes(gpu)
+    if n is None or not gpu.get("sm_count") or not gpu.get("sm_clock_khz"):
+        return math.nan
+    return gpu["sm_count"] * n * 2 * gpu["sm_clock_khz"] * 1e3
+
+
+def occupancy(threads: int, registers: int, smem_bytes: int, gpu: dict) -> dict:
+    """Theoretical occupancy of a kernel on ``gpu`` (provenance's device limits)."""
+    max_threads = gpu.get("max_threads_per_sm") or 2048
+    max_warps = max_threads // 32
+    regs_per_sm = gpu.get("regs_per_sm") or 65536
+    smem_per_sm = gpu.get("smem_per_sm") or 0
+    warps = math.ceil(threads / 32)
+    regs_per_warp = math.ceil(max(registers, 1) * 32 / REG_ALLOC_UNIT) * REG_ALLOC_UNIT
+    smem = math.ceil(smem_bytes / SMEM_ALLOC_UNIT) * SMEM_ALLOC_UNIT + SMEM_RESERVED_PER_BLOCK
+    limits = {
+        "blocks": gpu.get("max_blocks_per_sm") or 32,
+        "warps": max_warps // warps,
+        "registers": (regs_per_sm // regs_per_warp) // warps,
+        "shared memory": smem_per_sm // smem if smem_per_sm else 10**9,
+    }
+    blocks = min(limits.values())
+    limiter = next(k for k in ("warps", "registers", "shared memory", "blocks") if limits[k] == blocks)
+    return {
+        "blocks_per_sm": blocks,
+        "active_warps": blocks * warps,
+        "occupancy": blocks * warps / max_warps,
+        "limited_by": limiter,
+    }
+
+
+def ptx_estimate(fma: int, instructions: int, global_loads: int, gpu: dict) -> dict:
+    """Seed 000's estimate from a loop's instruction counts.
+
+    potential = peak x (multiply-adds / instructions): every issue slot that is
+    not a multiply-add is a lost one; required bandwidth = cores x (global
+    loads / instructions) x 4 bytes x clock: what feeding that loop at full
+    issue rate would need from memory.
+    """
+    n = lanes(gpu) or 0
+    cores = gpu.get("sm_count", 0) * n
+    clock = gpu.get("sm_clock_khz", 0) * 1e3
+    return {
+        "peak_gflops": fp32_peak(gpu) / 1e9,
+        "fma_share": fma / instructions,
+        "potential_gflops": fp32_peak(gpu) * fma / instructions / 1e9,
+        "load_share": global_loads / instructions,
+        "required_gbs": cores * global_loads / instructions * 4 * clock / 1e9,
+    }
+
+
+def cgma(fma: int, global_loads: int) -> float:
+    """Flops per global memory access of a loop (seed 003's CGMA ratio): 2 per multiply-add."""
+    return 2 * fma / global_loads if global_loads else math.inf
+
+
+def best_per_family(summary: pd.DataFrame, size: int, timed: str = "kernel") -> pd.DataFrame:
+    """Each family's fastest verified instance at the square ``size``."""
+    s = summary[(summary.M == size) & (summary.N == size) & (summary.K == size) & (summary.timed == timed)]
+    s = s[s.status == "ok"]
+    if s.empty:
+        return s
+    return s.loc[s.groupby("family")["gflops"].idxmax()].set_index("family")
+
+
+def ladder(summary: pd.DataFrame, families: list[dict], size: int) -> pd.DataFrame:
+    """One row per family in catalog order: best GFLOP/s at ``size``, share of cuBLAS, gain over the rung below."""
+    best = best_per_family(summary, size)
+    cublas = best["gflops"].get("cublas", math.nan)
+    rows = []
+    for fam in families:
+        name, below = fam["family"], fam.get("rung_below")
+        g = best["gflops"].get(name, math.nan)
+        rows.append(
+            {
+                "family": name,
+                "best_variant": best["variant"].get(name, ""),
+                "gflops": g,
+                "share_of_cublas": g / cublas,
+                "rung_below": below or "",
+                "gain_over_rung_below": g / best["gflops"].get(below, math.nan) if below else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def claim_s1_c1(summary: pd.DataFrame, best: str = "unrolled", naive: str = "naive") -> dict:
+    """Seed 001: the most optimised kernel is over 15x naive at the largest size, about half of cuBLAS.
+
+    'Largest size' is the largest square size at which naive, the best kernel
+    and cuBLAS were all measured in this run.
+    """
+    s = summary[(summary.M == summary.N) & (summary.N == summary.K) & (summary.timed == "kernel")]
+    s = s[s.status == "ok"]
+    have = [set(s[s.family == f].M) for f in (best, naive, "cublas")]
+    common = set.intersection(*have) if all(have) else set()
+    if not common:
+        return {
+            "size": math.nan,
+            "speedup_over_naive": math.nan,
+            "share_of_cublas": math.nan,
+            "over_15x": None,
+            "about_half_of_cublas": None,
+        }
+    n = max(common)
+    at = best_per_family(summary, n)["gflops"]
+    speedup, share = at[best] / at[naive], at[best] / at["cublas"]
+    return {
+        "size": n,
+        "best_gflops": at[best],
+        "naive_gflops": at[naive],
+        "cublas_gflops": at["cublas"],
+        "speedup_over_naive": speedup,
+        "share_of_cublas": share,
+        "over_15x": bool(speedup > 15),
+        "about_half_of_cublas": bool(0.35 <= share <= 0.65),
+    }
