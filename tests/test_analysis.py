@@ -34,6 +34,15 @@ def test_unrolled_tiled_loop_has_sixteen_fmas_per_tile():
     assert sass.fma_share == pytest.approx(0.25)
 
 
+def test_naive_loop_is_the_unrolled_body_not_its_remainder():
+    # the compiler unrolls naive's k loop (by 4 in PTX, by 16 in SASS) and leaves a remainder loop beside it
+    ptx = loops.ptx_loop(read("naive_sm90.ptx"), "matmul_naive")
+    sass = loops.sass_loop(read("naive_sm90.sass"), "matmul_naive")
+    assert (ptx.fma, ptx.global_loads, ptx.instructions) == (4, 8, 21)
+    assert (sass.fma, sass.global_loads, sass.instructions) == (16, 32, 88)
+    assert loops.analyse(read("naive_sm90.ptx"), "# no SASS: cuobjdump not found\n", "matmul_naive")["status"] == "missing"
+
+
 def test_rolled_tiled_loop_is_one_fma():
     for loop in (
         loops.ptx_loop(read("tiled16_unroll0_sm90.ptx"), "matmul_tiled"),

@@ -1,6 +1,8 @@
 """Mode decision, archive choice, replay bookkeeping, tables and the data-source line (no GPU)."""
 
 import json
+import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -34,6 +36,7 @@ def test_slug():
     assert reference.slug("NVIDIA H200") == "h200"
 
 
+FIX = Path(__file__).parent / "fixtures"
 GPU = {
     "name": "NVIDIA H200",
     "compute_capability": "9.0",
@@ -92,18 +95,9 @@ def make_archive(root, name, date, variants):
                 "barriers": 1,
             }
             (b / "resources.json").write_text(json.dumps(res))
-            loop = {
-                "variant": v.id,
-                "status": "ok",
-                "reason": "",
-                "ptx_instructions": 76,
-                "ptx_fma": 16,
-                "ptx_global_loads": 2,
-                "sass_instructions": 57,
-                "sass_fma": 16,
-                "sass_global_loads": 2,
-            }
-            (b / "loop.json").write_text(json.dumps(loop))
+            real = "naive" if v.family == "naive" else "tiled16_unroll1"  # real compiler output
+            for ext in ("ptx", "sass"):
+                shutil.copy2(FIX / f"{real}_sm90.{ext}", b / f"kernel.{ext}")
     (arch / "raw").mkdir(parents=True, exist_ok=True)
     (arch / "raw" / "provenance.json").write_text(
         json.dumps({"date": date, "gpu": GPU, "git_commit": "abc123", "data_source": {"mode": "measure"}})

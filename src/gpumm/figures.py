@@ -105,4 +105,5 @@ def size_plot(
     ax.set_xticks(ticks, labels=[str(n) for n in ticks])
     ax.xaxis.set_minor_locator(plt.NullLocator())
     ax.set(xlabel="size n (all matrices n × n)", ylabel=ylabel, title=title)
+    sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1), fontsize="small", title=None)
     return ax

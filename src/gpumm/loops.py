@@ -4,9 +4,10 @@ Seed 000 read the PTX of its kernels and counted the instructions of the main
 loop and the share that were multiply-adds (63 with 16 MADs unrolled, 19 with
 1 rolled). Here the same count is made mechanically, on the PTX and on the
 machine code (SASS, from ``cuobjdump -sass``): a loop is the span from a
-backward branch's target to the branch; the *innermost FMA loop* is the
-shortest such span holding at least one fused multiply-add. When the compiler
-unrolled the dot-product loop completely, that is the loop over tiles.
+backward branch's target to the branch; the *innermost FMA loop* is an
+innermost span holding a fused multiply-add (of several side by side, the one
+with the most). When the compiler unrolled the dot-product loop completely,
+that is the loop over tiles.
 """
 
 import importlib.util
@@ -41,10 +42,17 @@ class Loop:
 
 
 def _innermost(spans: list[tuple[int, int]], is_fma) -> tuple[int, int]:
+    """The loop a kernel spends its multiply-adds in.
+
+    Loops holding a fused multiply-add that hold no other such loop are the
+    innermost; when there are several (a loop the compiler unrolled by 4 and
+    its remainder loop, side by side), the one with the most multiply-adds.
+    """
     with_fma = [(s, e) for s, e in spans if any(is_fma(i) for i in range(s, e + 1))]
     if not with_fma:
         raise LoopError("no loop holding a fused multiply-add")
-    return min(with_fma, key=lambda se: (se[1] - se[0], se[0]))
+    inner = [a for a in with_fma if not any(b != a and a[0] <= b[0] and b[1] <= a[1] for b in with_fma)]
+    return max(inner, key=lambda se: (sum(1 for i in range(se[0], se[1] + 1) if is_fma(i)), -se[0]))
 
 
 def ptx_loop(ptx: str, entry: str) -> Loop:
@@ -151,9 +159,13 @@ def disassemble(cubin: Path) -> str:
 
 
 def analyse(ptx: str, sass: str, entry: str) -> dict:
-    """PTX and SASS loop counts as one flat record."""
-    rec = {}
-    for level, loop in (("ptx", ptx_loop(ptx, entry)), ("sass", sass_loop(sass, entry))):
+    """PTX and SASS loop counts as one flat record, with status ok, or status missing and the reason."""
+    try:
+        found = (("ptx", ptx_loop(ptx, entry)), ("sass", sass_loop(sass, entry)))
+    except LoopError as exc:
+        return {"status": "missing", "reason": str(exc)}
+    rec = {"status": "ok", "reason": ""}
+    for level, loop in found:
         for k, v in asdict(loop).items():
             rec[f"{level}_{k}"] = v
         rec[f"{level}_fma_share"] = loop.fma_share

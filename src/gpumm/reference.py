@@ -13,7 +13,7 @@ from pathlib import Path
 from gpumm import paths
 
 KEEP_RAW = ("samples.csv", "meta.json", "profile.csv", "ncu.log")
-KEEP_BUILD = ("resources.json", "loop.json", "ptxas.log")
+KEEP_BUILD = ("resources.json", "ptxas.log", "kernel.ptx", "kernel.sass")
 
 
 class ArchiveError(RuntimeError):

@@ -15,6 +15,8 @@ import pandas as pd
 from gpumm import measure, paths, profile
 from gpumm.catalog import Variant
 
+BUILD_FILES = ("resources.json", "kernel.ptx", "kernel.sass")
+
 
 def variant(v: Variant, archive: Path, results: Path = paths.RESULTS) -> dict:
     """Copy one variant's archived samples, metadata, profile and build report."""
@@ -55,15 +57,17 @@ def variant(v: Variant, archive: Path, results: Path = paths.RESULTS) -> dict:
 
 
 def resources(v: Variant, archive: Path, results: Path = paths.RESULTS) -> None:
-    """Copy a CUDA variant's archived resource report and loop counts (or say they are not in the archive)."""
+    """Copy a CUDA variant's archived resource report, PTX and SASS (or say they are not in the archive)."""
     src, dst = archive / "build" / v.id, paths.build_dir(v.id, results)
     dst.mkdir(parents=True, exist_ok=True)
-    for name in ("resources.json", "loop.json"):
+    why = f"not in the archived run {archive.name}"
+    for name in BUILD_FILES:
         if (src / name).is_file():
             shutil.copy2(src / name, dst / name)
-        else:
-            why = f"not in the archived run {archive.name}"
+        elif name == "resources.json":
             (dst / name).write_text(json.dumps({"variant": v.id, "status": "not measured", "reason": why}))
+        else:
+            (dst / name).write_text(f"# {name} {why}\n")
 
 
 def provenance(archive: Path, why: str, digests_now: dict[str, str], results: Path = paths.RESULTS) -> dict:

@@ -81,6 +81,7 @@ def collected_inputs(wildcards):
         "meta": expand(f"{RAW}/meta.json", variant=ALL_IDS),
         "profiles": expand(f"{RAW}/profile.csv", variant=ALL_IDS),
         "resources": expand("results/build/{variant}/resources.json", variant=CUDA_IDS),
-        "loops": expand("results/build/{variant}/loop.json", variant=CUDA_IDS),
+        "ptx": expand("results/build/{variant}/kernel.ptx", variant=CUDA_IDS),
+        "sass": expand("results/build/{variant}/kernel.sass", variant=CUDA_IDS),
         "provenance": "results/raw/provenance.json",
     }

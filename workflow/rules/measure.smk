@@ -8,7 +8,7 @@ rule build:
         cubin="results/build/{variant}/kernel.cubin",
         ptx="results/build/{variant}/kernel.ptx",
         resources="results/build/{variant}/resources.json",
-        loop="results/build/{variant}/loop.json",
+        sass="results/build/{variant}/kernel.sass",
     log:
         "results/logs/build/{variant}.log",
     wildcard_constraints:

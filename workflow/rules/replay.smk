@@ -24,7 +24,8 @@ rule replay_build:
         archive=f"{ARCHIVE}/raw/provenance.json",
     output:
         resources="results/build/{variant}/resources.json",
-        loop="results/build/{variant}/loop.json",
+        ptx="results/build/{variant}/kernel.ptx",
+        sass="results/build/{variant}/kernel.sass",
     log:
         "results/logs/replay/{variant}.build.log",
     wildcard_constraints:
