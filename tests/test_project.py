@@ -9,13 +9,18 @@ import tomllib
 import pytest
 import yaml
 
-from gpumm import build, catalog, paths
+from gpumm import build, catalog, loops, paths
 
 ROOT = paths.ROOT
 
 
+# conda-forge names of packages PyPI names otherwise
+CONDA_TO_PYPI = {"cuda-cuobjdump": "nvidia-cuda-cuobjdump", "cuda-nvdisasm": "nvidia-cuda-nvdisasm"}
+
+
 def _name(req: str) -> str:
-    return re.split(r"[<>=!~ \[]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    name = re.split(r"[<>=!~ \[]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+    return CONDA_TO_PYPI.get(name, name)
 
 
 def test_environment_yml_and_pyproject_name_the_same_packages():
@@ -44,9 +49,14 @@ ALL = catalog.expand({n: {p: s["default"] for p, s in f.get("params", {}).items(
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH: cannot compile the kernels here")
 @pytest.mark.parametrize("vid", [v.id for v in ALL if v.is_cuda])
 def test_every_catalog_variant_compiles(vid, tmp_path):
-    report = build.build(catalog.from_id(vid), "sm_90", tmp_path)
+    v = catalog.from_id(vid)
+    report = build.build(v, "sm_90", tmp_path)
     assert (tmp_path / "kernel.cubin").stat().st_size > 0 and (tmp_path / "kernel.ptx").is_file()
     assert report["registers"] > 0 and report["spill_store_bytes"] == 0
+    if loops.cuobjdump() is None:
+        pytest.fail("cuobjdump is not installed: install the test extra (pip install -e '.[test]')")
+    loop = loops.analyse((tmp_path / "kernel.ptx").read_text(), (tmp_path / "kernel.sass").read_text(), v.entry)
+    assert loop["status"] == "ok" and loop["sass_fma"] >= 1, loop
 
 
 def _tool(name):
