@@ -24,57 +24,69 @@ def nvcc() -> str:
     return str(path)
 
 
-def command(variant: Variant, arch: str, out: Path, target: str) -> list[str]:
+def command(source: Path, arch: str, out: Path, target: str, flags: tuple[str, ...] = ()) -> list[str]:
     """The nvcc command line for one output (target: cubin | ptx)."""
-    defines = [f"-D{k}={v}" for k, v in variant.defines]
-    cmd = [
-        nvcc(),
-        f"-arch={arch}",
-        f"-{target}",
-        *NVCC_FLAGS,
-        *variant.nvcc_flags,
-        *defines,
-        "-o",
-        str(out),
-        str(variant.source),
-    ]
-    if target == "cubin":
-        cmd[3:3] = ["-Xptxas", "-v"]
-    return cmd
+    verbose = ["-Xptxas", "-v"] if target == "cubin" else []
+    return [nvcc(), f"-arch={arch}", f"-{target}", *verbose, *NVCC_FLAGS, *flags, "-o", str(out), str(source)]
+
+
+def variant_flags(variant: Variant) -> tuple[str, ...]:
+    return (*variant.nvcc_flags, *(f"-D{k}={v}" for k, v in variant.defines))
+
+
+def compile_source(source: Path, arch: str, out_dir: Path, flags: tuple[str, ...], name: str) -> str:
+    """nvcc a file to kernel.cubin, kernel.ptx and kernel.sass in ``out_dir`` (as *.tmp); the ptxas log.
+
+    kernel.sass is cuobjdump's disassembly, or one line saying why there is none.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    logs = []
+    for target in ("cubin", "ptx"):
+        tmp = out_dir / f"kernel.{target}.tmp"
+        proc = subprocess.run(command(source, arch, tmp, target, flags), capture_output=True, text=True, check=False)
+        logs.append(proc.stdout + proc.stderr)
+        if proc.returncode != 0:
+            raise BuildError(f"nvcc failed for {name} ({target}):\n{proc.stderr.strip()}")
+    try:
+        sass = loops.disassemble(out_dir / "kernel.cubin.tmp")
+    except loops.LoopError as exc:  # no disassembler: the loop counts will say so
+        sass = f"# no SASS: {exc}\n"
+    (out_dir / "kernel.sass.tmp").write_text(sass)
+    (out_dir / "ptxas.log").write_text(logs[0])
+    return logs[0]
+
+
+def _finish(out_dir: Path, report) -> None:
+    """Write resources.json and move every output into place: all of them, or none looks finished."""
+    (out_dir / "resources.json.tmp").write_text(json.dumps(report, indent=1))
+    for name in ("kernel.cubin", "kernel.ptx", "kernel.sass", "resources.json"):
+        (out_dir / f"{name}.tmp").replace(out_dir / name)
 
 
 def build(variant: Variant, arch: str, out_dir: Path) -> dict:
     """Compile ``variant`` into ``out_dir``; return its resource report.
 
-    Writes kernel.cubin, kernel.ptx, kernel.sass (cuobjdump's disassembly, or
-    one line saying why there is none), ptxas.log and resources.json. Outputs
-    are written under temporary names and renamed at the end, so a failed
-    build leaves nothing that looks finished.
+    Writes kernel.cubin, kernel.ptx, kernel.sass, ptxas.log and resources.json.
+    Outputs are written under temporary names and renamed at the end, so a
+    failed build leaves nothing that looks finished.
     """
     if not variant.is_cuda:
         raise BuildError(f"{variant.id} is not a CUDA variant; nothing to build")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    logs = []
-    for target in ("cubin", "ptx"):
-        tmp = out_dir / f"kernel.{target}.tmp"
-        proc = subprocess.run(command(variant, arch, tmp, target), capture_output=True, text=True, check=False)
-        logs.append(proc.stdout + proc.stderr)
-        if proc.returncode != 0:
-            raise BuildError(f"nvcc failed for {variant.id} ({target}):\n{proc.stderr.strip()}")
-    report = ptxas.parse(logs[0], variant.entry)
+    log = compile_source(variant.source, arch, out_dir, variant_flags(variant), variant.id)
+    report = ptxas.parse(log, variant.entry)
     report.update(
         variant=variant.id,
         defines=variant.defines_text(),
         digest=variant.digest(),
         nvcc_flags=" ".join((*NVCC_FLAGS, *variant.nvcc_flags)),
     )
-    (out_dir / "ptxas.log").write_text(logs[0])
-    (out_dir / "resources.json.tmp").write_text(json.dumps(report, indent=1))
-    try:
-        sass = loops.disassemble(out_dir / "kernel.cubin.tmp")
-    except loops.LoopError as exc:  # no disassembler: the loop counts will say so
-        sass = f"# no SASS: {exc}\n"
-    (out_dir / "kernel.sass.tmp").write_text(sass)
-    for name in ("kernel.cubin", "kernel.ptx", "kernel.sass", "resources.json"):
-        (out_dir / f"{name}.tmp").replace(out_dir / name)
+    _finish(out_dir, report)
+    return report
+
+
+def build_file(source: Path, entries: list[str], arch: str, out_dir: Path) -> list[dict]:
+    """Compile a micro-benchmark file; the resource report of each of its entries."""
+    log = compile_source(source, arch, out_dir, (), source.stem)
+    report = [ptxas.parse(log, e) for e in entries]
+    _finish(out_dir, report)
     return report

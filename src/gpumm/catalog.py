@@ -100,6 +100,18 @@ class Variant:
         return h.hexdigest()[:16]
 
 
+def microbenchmarks(path: Path = paths.CATALOG) -> dict:
+    """The catalog's memory micro-benchmarks by name (file, entries), each file checked to exist."""
+    load(path)
+    micro = yaml.safe_load(path.read_text()).get("microbenchmarks", {})
+    for name, m in micro.items():
+        if not (paths.KERNELS / m["file"]).is_file():
+            raise CatalogError(
+                f"catalog: microbenchmarks.{name}: kernel file {paths.KERNELS / m['file']} does not exist"
+            )
+    return micro
+
+
 def load(path: Path = paths.CATALOG) -> dict:
     """Read and schema-check the catalog; return its families by name."""
     try:

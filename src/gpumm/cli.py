@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from gpumm import catalog, paths
 
 
@@ -40,6 +42,7 @@ def cmd_measure(a):
         seed=a.seed,
         cpu_max_mnk=a.cpu_max_mnk,
         cpu_repeats=a.cpu_repeats,
+        cold_repeats=a.cold_repeats,
         end_to_end_max_size=a.end_to_end_max_size,
     )
     started = time.time()
@@ -135,6 +138,96 @@ def cmd_index(a):
     )
 
 
+def _coalescing_plan(a):
+    from gpumm import coalescing
+
+    p = json.loads(a.plan)
+    return coalescing.Plan(
+        sizes=p["sizes"],
+        count=p["count"],
+        strides=p["strides"],
+        offsets=p["offsets"],
+        warmups=a.warmups,
+        repeats=a.repeats,
+        seed=a.seed,
+    )
+
+
+def cmd_build_micro(a):
+    from gpumm import build
+
+    m = catalog.microbenchmarks()[a.name]
+    report = build.build_file(paths.KERNELS / m["file"], m["entries"], a.arch, Path(a.out_dir))
+    print(f"built {a.name} for {a.arch}: " + ", ".join(f"{r['entry']} {r['registers']} registers" for r in report))
+
+
+def cmd_coalescing(a):
+    from gpumm import coalescing
+
+    df = coalescing.run(Path(a.cubin), _coalescing_plan(a))
+    out = Path(a.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / "samples.csv.tmp", index=False)
+    (out / "samples.csv.tmp").replace(out / "samples.csv")
+    failed = df[df.status == "failed"]
+    for r in failed.itertuples():
+        print(f"  FAILED {r.pattern} n={r.n} stride={r.stride} offset={r.offset}: {r.reason}", file=sys.stderr)
+    print(
+        f"access patterns: {df.drop_duplicates(['pattern', 'n', 'stride', 'offset']).status.value_counts().to_dict()}"
+    )
+
+
+def cmd_coalescing_target(a):
+    from gpumm import coalescing
+
+    coalescing.profile_target(Path(a.cubin), _coalescing_plan(a))
+
+
+def cmd_profile_coalescing(a):
+    from gpumm import coalescing, profile
+
+    plan = _coalescing_plan(a)
+    target = [
+        sys.executable,
+        "-m",
+        "gpumm",
+        "coalescing-target",
+        "--cubin",
+        a.cubin,
+        "--plan",
+        a.plan,
+        "--seed",
+        str(a.seed),
+    ]
+    configs = coalescing.configurations(plan)
+    df = profile.run_target(
+        target, "regex:read_", len(configs), a.metrics.split(","), Path(a.out_dir), {"variant": "access_patterns"}
+    )
+    if (df.status == "ok").all():  # ncu numbers the launches 0, 1, ... in the target's order
+        labels = pd.DataFrame(configs).assign(launch=range(len(configs)))
+        df = df.drop(columns=["pattern", "n", "stride", "offset"], errors="ignore")
+        df = df.assign(launch=df.launch.astype(int)).merge(labels, on="launch", how="left")
+        df.to_csv(Path(a.out_dir) / "profile.csv", index=False)
+    print(f"profile access patterns: {df.status.iloc[0]} ({len(df)} rows)")
+
+
+def cmd_bandwidth(a):
+    from gpumm import bandwidth
+
+    df = bandwidth.run(a.bytes, a.warmups, a.repeats)
+    out = Path(a.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out / "samples.csv.tmp", index=False)
+    (out / "samples.csv.tmp").replace(out / "samples.csv")
+    print(df.groupby("transfer").gbs.median().round(1).to_string())
+
+
+def cmd_replay_study(a):
+    from gpumm import replay
+
+    print(replay.study(a.study, _archive(a.archive)))
+
+
 def cmd_archive(a):
     from gpumm import reference
 
@@ -164,6 +257,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--cpu-max-mnk", type=int, default=128**3)
     s.add_argument("--cpu-repeats", type=int, default=5)
+    s.add_argument("--cold-repeats", type=int, default=5)
     s.add_argument("--end-to-end-max-size", type=int, default=2048)
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_measure)
@@ -213,6 +307,39 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--tables", required=True)
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_index)
+
+    s = sub.add_parser("build-micro", help="nvcc a memory micro-benchmark file")
+    s.add_argument("--name", required=True)
+    s.add_argument("--arch", required=True)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_build_micro)
+
+    for name, fn, help_ in (
+        ("coalescing", cmd_coalescing, "verify and time the access patterns"),
+        ("coalescing-target", cmd_coalescing_target, "one launch of each access pattern, for ncu"),
+        ("profile-coalescing", cmd_profile_coalescing, "Nsight Compute on every access pattern"),
+    ):
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("--cubin", required=True)
+        s.add_argument("--plan", required=True, help="the config's coalescing section, as JSON")
+        s.add_argument("--warmups", type=int, default=3)
+        s.add_argument("--repeats", type=int, default=20)
+        s.add_argument("--seed", type=int, default=0)
+        s.add_argument("--metrics", default="gpu__time_duration.sum")
+        s.add_argument("--out-dir", default="results/raw/coalescing")
+        s.set_defaults(fn=fn)
+
+    s = sub.add_parser("bandwidth", help="copy bandwidths: host to device and back, device to device")
+    s.add_argument("--bytes", type=int, default=1 << 30)
+    s.add_argument("--warmups", type=int, default=3)
+    s.add_argument("--repeats", type=int, default=20)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_bandwidth)
+
+    s = sub.add_parser("replay-study", help="copy an archived study (coalescing, bandwidth)")
+    s.add_argument("--study", choices=["coalescing", "bandwidth"], required=True)
+    s.add_argument("--archive", required=True)
+    s.set_defaults(fn=cmd_replay_study)
 
     s = sub.add_parser("archive", help="copy a measured results/ into data/reference/<gpu>/")
     s.set_defaults(fn=cmd_archive)

@@ -80,6 +80,15 @@ def check(config: dict) -> list[catalog.Variant]:
         variants = catalog.expand(config["variants"])
     except catalog.CatalogError as exc:
         raise ConfigError(f"config: {exc}") from exc
+    study = config.get("memory_study_variants", "all")
+    if study != "all":
+        ids = {v.id for v in variants}
+        unknown = [v for v in study if v not in ids]
+        if unknown:
+            raise ConfigError(
+                f"config: memory_study_variants: {', '.join(unknown)} not among the variants this config runs; "
+                f"allowed: all, or names from {', '.join(sorted(ids))}"
+            )
     prof = config.get("profile", {})
     sets = prof.get("metric_sets", {})
     name = prof.get("metric_set", "memory")
@@ -87,6 +96,14 @@ def check(config: dict) -> list[catalog.Variant]:
         allowed = ", ".join(sorted(sets)) or "none defined under profile.metric_sets"
         raise ConfigError(f"config: profile.metric_set = {name!r} is not allowed; allowed: {allowed}")
     return variants
+
+
+def modes_for(variant_id: str, config: dict) -> list[str]:
+    """The memory modes a variant runs under: device, plus the others when it is in memory_study_variants."""
+    modes = config.get("memory_modes", ["device"])
+    study = config.get("memory_study_variants", "all")
+    chosen = [m for m in modes if m == "device" or study == "all" or variant_id in study]
+    return chosen if "device" in chosen else ["device", *chosen]
 
 
 def digest(config: dict) -> str:

@@ -1,16 +1,43 @@
 """Memory modes: how a measurement allocates and fills the matrices it uses.
 
 Every caller goes through a :class:`MemoryMode`, never through cupy.asarray
-directly, so that a new way of allocating (zero-copy host memory, managed
-memory) is one new class here and every variant runs under it unchanged.
+directly, so that a way of allocating is one class here and every variant
+runs under it unchanged.
 
 A mode hands out *device-visible* CuPy arrays: a kernel can take them as
-pointers, CuPy can fill and compare them.
+pointers, CuPy can fill and compare them. The modes (seed 001's three
+abstractions, and one more):
+
+- ``device``: cudaMalloc, explicit copies ("manual" in seed 001);
+- ``zero_copy``: pinned host memory mapped into the device's address space
+  (cudaHostAlloc with cudaHostAllocMapped; under unified addressing its host
+  pointer is valid on the device): every access the kernel makes crosses the
+  bus (seed 001's "UVA");
+- ``managed``: cudaMallocManaged; the host writes the data, pages migrate to
+  the GPU on demand at the first touch (seed 001's "unified");
+- ``managed_prefetch``: managed, plus cudaMemPrefetchAsync of the inputs to
+  the device before the kernel.
+
+What each mode times is in ``ModeInfo.timed``: ``kernel`` (the kernel alone;
+for zero_copy that is end to end), ``end_to_end`` (copies in, product, copy
+out), ``cold`` (the first run after the host wrote the data: page faults, or
+the prefetch) and ``warm`` (the runs after it: pages resident).
 """
 
+import ctypes
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
+
+# cudaHostAllocMapped (driver_types.h)
+HOST_ALLOC_MAPPED = 2
+# free device memory a managed allocation must leave untouched
+MANAGED_HEADROOM_BYTES = 2 << 30
+
+
+class Refused(RuntimeError):
+    """An allocation that must not be made (more managed memory than the device has free)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +71,13 @@ class MemoryMode:
     def download(self, array, host: np.ndarray) -> None:
         """Copy ``array`` into ``host`` (the device-to-host part)."""
         raise NotImplementedError
+
+    def write_on_host(self, array, host: np.ndarray) -> None:
+        """The host writes ``host`` into ``array`` (for managed memory: the pages move back to the host)."""
+        self.upload(array, host)
+
+    def before_run(self, arrays) -> None:
+        """Work done before each timed cold run, inside the timing (managed_prefetch: the prefetch)."""
 
 
 class HostMemory(MemoryMode):
@@ -90,7 +124,115 @@ class DeviceMemory(MemoryMode):
         array.get(out=host)
 
 
-MODES: dict[str, type[MemoryMode]] = {"device": DeviceMemory, "host": HostMemory}
+def _host_view(ptr: int, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A NumPy array over ``ptr`` (host-accessible memory: pinned mapped or managed)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape)) * dtype.itemsize
+    buf = (ctypes.c_char * n).from_address(ptr)
+    return np.frombuffer(buf, dtype=dtype).reshape(shape)
+
+
+class ZeroCopyMemory(MemoryMode):
+    """Pinned host memory mapped into the device's address space: the kernel reads it over the bus."""
+
+    info = ModeInfo("zero_copy", "pinned host memory mapped into the device (cudaHostAllocMapped)", ("kernel",))
+
+    def empty(self, shape, dtype=np.float32):
+        import cupy
+
+        nbytes = max(int(np.prod(shape)) * np.dtype(dtype).itemsize, 1)
+        ptr = cupy.cuda.runtime.hostAlloc(nbytes, HOST_ALLOC_MAPPED)
+        mem = cupy.cuda.UnownedMemory(ptr, nbytes, owner=None)
+        array = cupy.ndarray(shape, dtype=dtype, memptr=cupy.cuda.MemoryPointer(mem, 0))
+        weakref.finalize(mem, cupy.cuda.runtime.freeHost, ptr)  # freed with the last array using it
+        return array
+
+    def place(self, host):
+        array = self.empty(host.shape, host.dtype)
+        _host_view(array.data.ptr, host.shape, host.dtype)[...] = host
+        return array
+
+    def fetch(self, array):
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+        return _host_view(array.data.ptr, array.shape, array.dtype).copy()
+
+    def upload(self, array, host):
+        _host_view(array.data.ptr, host.shape, host.dtype)[...] = host
+
+    def download(self, array, host):
+        host[...] = self.fetch(array)
+
+
+class ManagedMemory(MemoryMode):
+    """cudaMallocManaged: one pointer for host and device; pages migrate on demand."""
+
+    info = ModeInfo("managed", "cudaMallocManaged, written on the host, migrating on demand", ("cold", "warm"))
+
+    def empty(self, shape, dtype=np.float32):
+        import cupy
+
+        nbytes = max(int(np.prod(shape)) * np.dtype(dtype).itemsize, 1)
+        check_managed(nbytes, cupy.cuda.runtime.memGetInfo()[0])
+        return cupy.ndarray(shape, dtype=dtype, memptr=cupy.cuda.malloc_managed(nbytes))
+
+    def place(self, host):
+        array = self.empty(host.shape, host.dtype)
+        self.write_on_host(array, host)
+        return array
+
+    def fetch(self, array):
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+        return _host_view(array.data.ptr, array.shape, array.dtype).copy()
+
+    def write_on_host(self, array, host):
+        import cupy
+
+        cupy.cuda.Device().synchronize()  # the host may touch managed pages only while the GPU is idle
+        _host_view(array.data.ptr, host.shape, host.dtype)[...] = host
+
+    upload = write_on_host
+
+    def download(self, array, host):
+        host[...] = self.fetch(array)
+
+
+class ManagedPrefetchMemory(ManagedMemory):
+    """Managed memory, prefetched to the device (cudaMemPrefetchAsync) before each cold run."""
+
+    info = ModeInfo("managed_prefetch", "cudaMallocManaged plus cudaMemPrefetchAsync to the device", ("cold", "warm"))
+
+    def before_run(self, arrays):
+        import cupy
+
+        device = cupy.cuda.Device().id
+        stream = cupy.cuda.get_current_stream().ptr
+        for a in arrays:
+            cupy.cuda.runtime.memPrefetchAsync(a.data.ptr, a.nbytes, device, stream)
+
+
+def check_managed(nbytes: int, free: int, headroom: int = MANAGED_HEADROOM_BYTES) -> None:
+    """Refuse a managed allocation that would not leave ``headroom`` of the device's free memory.
+
+    Asking for more managed memory than the card has free can hang the GPU, not only the program.
+    """
+    if nbytes + headroom > free:
+        raise Refused(
+            f"refused to allocate {nbytes / 2**30:.2f} GiB of managed memory: the device has "
+            f"{free / 2**30:.2f} GiB free and {headroom / 2**30:.0f} GiB must stay free"
+        )
+
+
+MODES: dict[str, type[MemoryMode]] = {
+    "device": DeviceMemory,
+    "zero_copy": ZeroCopyMemory,
+    "managed": ManagedMemory,
+    "managed_prefetch": ManagedPrefetchMemory,
+    "host": HostMemory,
+}
 
 
 def get(name: str) -> MemoryMode:

@@ -12,6 +12,25 @@ NOTEBOOKS = ROOT / "notebooks"
 REFERENCE = ROOT / "data" / "reference"
 PUBLISHED = ROOT / "data" / "published" / "published_numbers.csv"
 
+# The tables `collect` writes into results/tables/ (CSV), besides source.json.
+TABLE_NAMES = (
+    "samples",
+    "summary",
+    "profiles",
+    "resources",
+    "variants",
+    "published",
+    "loops",
+    "estimate",
+    "ladder",
+    "claims",
+    "bandwidth",
+    "coalescing",
+    "coalescing_summary",
+    "coalescing_profile",
+    "s1c2",
+)
+
 # Relative to the working directory of a run (the Snakemake workdir).
 RESULTS = Path("results")
 BUILD = RESULTS / "build"

@@ -52,29 +52,36 @@ def diagnose(log: str, returncode: int, rows: list) -> str:
 
 
 def run(variant: Variant, cubin: Path | None, size: int, seed: int, metrics: list[str], out_dir: Path) -> pd.DataFrame:
-    """Profile; write out_dir/profile.csv (and report.ncu-rep, ncu.log when ncu ran)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Profile one launch of a variant; write out_dir/profile.csv (and report.ncu-rep, ncu.log when ncu ran)."""
+    target = [
+        sys.executable,
+        "-m",
+        "gpumm",
+        "profile-target",
+        "--variant",
+        variant.id,
+        "--size",
+        str(size),
+        "--seed",
+        str(seed),
+    ]
+    if cubin is not None:
+        target += ["--cubin", str(cubin)]
     base = {"variant": variant.id, "M": size, "N": size, "K": size}
+    return run_target(target, kernel_filter(variant), 1, metrics, out_dir, base)
+
+
+def run_target(
+    target: list[str], kfilter: str, count: int, metrics: list[str], out_dir: Path, base: dict
+) -> pd.DataFrame:
+    """Profile the first ``count`` launches matching ``kfilter`` of the command ``target``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
     exe = find_ncu()
     log, rows, reason = "", [], ""
     if exe is None:
         reason = "ncu (Nsight Compute) not found on PATH"
     else:
         report = out_dir / "report"
-        target = [
-            sys.executable,
-            "-m",
-            "gpumm",
-            "profile-target",
-            "--variant",
-            variant.id,
-            "--size",
-            str(size),
-            "--seed",
-            str(seed),
-        ]
-        if cubin is not None:
-            target += ["--cubin", str(cubin)]
         cmd = [
             exe,
             "--clock-control",
@@ -82,9 +89,9 @@ def run(variant: Variant, cubin: Path | None, size: int, seed: int, metrics: lis
             "--metrics",
             ",".join(metrics),
             "-k",
-            kernel_filter(variant),
+            kfilter,
             "-c",
-            "1",
+            str(count),
             "-f",
             "-o",
             str(report),
@@ -115,11 +122,12 @@ def run(variant: Variant, cubin: Path | None, size: int, seed: int, metrics: lis
             rows = ncu.parse(imp.stdout, metrics)
         reason = diagnose(log, code, rows)
         (out_dir / "ncu.log").write_text(" ".join(cmd) + "\n" + log)
+    columns = [*base, *(c for c in COLUMNS if c not in base)]
     if reason:
-        print(f"profile {variant.id}: no profile: {reason}", file=sys.stderr)
-        df = pd.DataFrame([{**base, "status": "missing", "reason": reason}], columns=COLUMNS)
+        print(f"profile {out_dir.name}: no profile: {reason}", file=sys.stderr)
+        df = pd.DataFrame([{**base, "status": "missing", "reason": reason}], columns=columns)
     else:
-        df = pd.DataFrame([{**base, **r, "status": "ok", "reason": ""} for r in rows], columns=COLUMNS)
+        df = pd.DataFrame([{**base, **r, "status": "ok", "reason": ""} for r in rows], columns=columns)
     df.to_csv(out_dir / "profile.csv.tmp", index=False)
     (out_dir / "profile.csv.tmp").replace(out_dir / "profile.csv")
     return df

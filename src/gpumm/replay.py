@@ -70,6 +70,38 @@ def resources(v: Variant, archive: Path, results: Path = paths.RESULTS) -> None:
             (dst / name).write_text(f"# {name} {why}\n")
 
 
+STUDY_FILES = {
+    "coalescing": [
+        ("raw", "coalescing", "samples.csv"),
+        ("raw", "coalescing", "profile.csv"),
+        ("build", "access_patterns", "resources.json"),
+        ("build", "access_patterns", "kernel.ptx"),
+        ("build", "access_patterns", "kernel.sass"),
+    ],
+    "bandwidth": [("raw", "bandwidth", "samples.csv")],
+}
+
+
+def study(name: str, archive: Path, results: Path = paths.RESULTS) -> str:
+    """Copy an archived study's files; a file the archive lacks is written saying so (no numbers)."""
+    missing = []
+    for sub, folder, f in STUDY_FILES[name]:
+        src, dst = archive / sub / folder / f, results / sub / folder / f
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_file():
+            shutil.copy2(src, dst)
+            continue
+        missing.append(f"{folder}/{f}")
+        why = f"not in the archived run {archive.name}"
+        if f.endswith(".csv"):
+            pd.DataFrame([{"status": "not measured", "reason": why}]).to_csv(dst, index=False)
+        elif f.endswith(".json"):
+            dst.write_text(json.dumps([{"status": "not measured", "reason": why}]))
+        else:
+            dst.write_text(f"# {why}\n")
+    return f"replayed {name}" + (f" (not in the archive: {', '.join(missing)})" if missing else "")
+
+
 def provenance(archive: Path, why: str, digests_now: dict[str, str], results: Path = paths.RESULTS) -> dict:
     """The archived run's provenance, marked replayed, with today's variant digests beside the archived ones."""
     prov = json.loads((archive / "raw" / "provenance.json").read_text())

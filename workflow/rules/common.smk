@@ -1,5 +1,6 @@
 # Config validation, the mode decision and the variant list: everything the
 # rules share. Work here runs once, when Snakemake reads the workflow.
+import json
 import sys
 from pathlib import Path
 
@@ -15,8 +16,9 @@ shell.prefix(
     f' PYTHONPATH="{_SRC}${{{{PYTHONPATH:+:$PYTHONPATH}}}}"; '
 )
 
-from gpumm import config as gpumm_config, gpu, reference
+from gpumm import catalog as gpumm_catalog, config as gpumm_config, gpu, reference
 from gpumm.pages import names as page_names
+from gpumm.paths import TABLE_NAMES
 
 ENV = "../envs/gpumm.yaml"
 
@@ -42,6 +44,10 @@ VARIANTS = {v.id: v for v in VARIANT_LIST}
 CUDA_IDS = [v.id for v in VARIANT_LIST if v.is_cuda]
 ALL_IDS = list(VARIANTS)
 PAGE_NAMES = page_names()
+MICRO = gpumm_catalog.microbenchmarks()
+PROFILE_METRICS = ",".join(
+    config["profile"].get("metric_sets", {}).get(config["profile"]["metric_set"], [])
+)
 print(
     f"gpumm: {DECISION.why}; {len(ALL_IDS)} variants"
     + (f"; replaying {ARCHIVE}" if ARCHIVE else f"; nvcc -arch={ARCH}"),
@@ -84,4 +90,11 @@ def collected_inputs(wildcards):
         "ptx": expand("results/build/{variant}/kernel.ptx", variant=CUDA_IDS),
         "sass": expand("results/build/{variant}/kernel.sass", variant=CUDA_IDS),
         "provenance": "results/raw/provenance.json",
+        "coalescing": "results/raw/coalescing/samples.csv",
+        "coalescing_profile": "results/raw/coalescing/profile.csv",
+        "micro": expand(
+            "results/build/access_patterns/{f}",
+            f=["resources.json", "kernel.ptx", "kernel.sass"],
+        ),
+        "bandwidth": "results/raw/bandwidth/samples.csv",
     }

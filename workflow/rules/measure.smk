@@ -37,7 +37,7 @@ rule measure:
         cubin=cubin_arg,
         sizes=",".join(map(str, config["sizes"])),
         shapes=",".join("x".join(map(str, s)) for s in config["shapes"]),
-        modes=",".join(config["memory_modes"]),
+        modes=lambda w: ",".join(gpumm_config.modes_for(w.variant, config)),
         timing=config["timing"],
         seed=config["seed"],
         cpu_max=config["verify"]["cpu_reference_max_mnk"],
@@ -47,6 +47,7 @@ rule measure:
         " --warmups {params.timing[warmups]} --repeats {params.timing[repeats]}"
         " --budget {params.timing[budget_s]} --seed {params.seed}"
         " --cpu-max-mnk {params.cpu_max} --cpu-repeats {params.timing[cpu_repeats]}"
+        " --cold-repeats {params.timing[cold_repeats]}"
         " --end-to-end-max-size {params.timing[end_to_end_max_size]}"
         " --out-dir results/raw/{wildcards.variant}"
         " 2>&1 | tee {log}"
@@ -66,11 +67,7 @@ rule profile:
         cubin=cubin_arg,
         size=config["profile"]["size"],
         seed=config["seed"],
-        metrics=",".join(
-            config["profile"]
-            .get("metric_sets", {})
-            .get(config["profile"]["metric_set"], [])
-        ),
+        metrics=PROFILE_METRICS,
         disabled="" if config["profile"]["enabled"] else "--disabled",
     shell:
         "python -m gpumm profile --variant {wildcards.variant} {params.cubin}"
@@ -93,3 +90,78 @@ rule provenance:
         "python -m gpumm provenance --variants {params.variants}"
         " --config-digest {params.config_digest} --why '{params.why}'"
         " --out {output} > {log} 2>&1"
+
+
+rule build_micro:
+    input:
+        lambda w: f"kernels/{MICRO[w.micro]['file']}",
+    output:
+        cubin="results/build/{micro}/kernel.cubin",
+        ptx="results/build/{micro}/kernel.ptx",
+        sass="results/build/{micro}/kernel.sass",
+        resources="results/build/{micro}/resources.json",
+    log:
+        "results/logs/build/{micro}.log",
+    wildcard_constraints:
+        micro="|".join(MICRO),
+    conda:
+        ENV
+    params:
+        arch=ARCH,
+    shell:
+        "python -m gpumm build-micro --name {wildcards.micro} --arch {params.arch}"
+        " --out-dir results/build/{wildcards.micro} > {log} 2>&1"
+
+
+rule coalescing:
+    input:
+        cubin="results/build/access_patterns/kernel.cubin",
+    output:
+        "results/raw/coalescing/samples.csv",
+    log:
+        "results/logs/measure/coalescing.log",
+    conda:
+        ENV
+    params:
+        plan=json.dumps(config["coalescing"]),
+        timing=config["timing"],
+        seed=config["seed"],
+    shell:
+        "python -m gpumm coalescing --cubin {input.cubin} --plan '{params.plan}'"
+        " --warmups {params.timing[warmups]} --repeats {params.timing[repeats]}"
+        " --seed {params.seed} --out-dir results/raw/coalescing 2>&1 | tee {log}"
+
+
+rule profile_coalescing:
+    input:
+        cubin="results/build/access_patterns/kernel.cubin",
+        samples="results/raw/coalescing/samples.csv",
+    output:
+        "results/raw/coalescing/profile.csv",
+    log:
+        "results/logs/profile/coalescing.log",
+    conda:
+        ENV
+    params:
+        plan=json.dumps(config["coalescing"]),
+        seed=config["seed"],
+        metrics=PROFILE_METRICS,
+    shell:
+        "python -m gpumm profile-coalescing --cubin {input.cubin} --plan '{params.plan}'"
+        " --seed {params.seed} --metrics {params.metrics}"
+        " --out-dir results/raw/coalescing > {log} 2>&1"
+
+
+rule bandwidth:
+    output:
+        "results/raw/bandwidth/samples.csv",
+    log:
+        "results/logs/measure/bandwidth.log",
+    conda:
+        ENV
+    params:
+        nbytes=config["bandwidth"]["bytes"],
+        timing=config["timing"],
+    shell:
+        "python -m gpumm bandwidth --bytes {params.nbytes} --warmups {params.timing[warmups]}"
+        " --repeats {params.timing[repeats]} --out-dir results/raw/bandwidth > {log} 2>&1"

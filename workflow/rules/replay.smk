@@ -52,3 +52,34 @@ rule replay_provenance:
     shell:
         "python -m gpumm replay-provenance --archive {input.archive}"
         " --variants {params.variants} --why '{params.why}' > {log} 2>&1"
+
+
+rule replay_coalescing:
+    input:
+        archive=f"{ARCHIVE}/raw/provenance.json",
+        source="kernels/memory/access_patterns.cu",
+    output:
+        "results/raw/coalescing/samples.csv",
+        "results/raw/coalescing/profile.csv",
+        "results/build/access_patterns/resources.json",
+        "results/build/access_patterns/kernel.ptx",
+        "results/build/access_patterns/kernel.sass",
+    log:
+        "results/logs/replay/coalescing.log",
+    conda:
+        ENV
+    shell:
+        "python -m gpumm replay-study --study coalescing --archive {input.archive} > {log} 2>&1"
+
+
+rule replay_bandwidth:
+    input:
+        archive=f"{ARCHIVE}/raw/provenance.json",
+    output:
+        "results/raw/bandwidth/samples.csv",
+    log:
+        "results/logs/replay/bandwidth.log",
+    conda:
+        ENV
+    shell:
+        "python -m gpumm replay-study --study bandwidth --archive {input.archive} > {log} 2>&1"

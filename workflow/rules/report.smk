@@ -1,9 +1,8 @@
 # Tidy tables, executed notebooks, HTML pages and the front page.
 
-TABLES = [
-    f"results/tables/{name}.csv"
-    for name in ("samples", "summary", "profiles", "resources", "variants", "published")
-] + ["results/tables/source.json"]
+TABLES = [f"results/tables/{name}.csv" for name in TABLE_NAMES] + [
+    "results/tables/source.json"
+]
 
 
 rule collect:
