@@ -87,12 +87,69 @@ def test_an_unwritten_element_fails_verification(launchers):
     assert not check.ok and "NaN" in check.reason
 
 
-def test_device_mode_allocates_device_memory():
+@pytest.mark.parametrize("mode, kind", [("device", 2), ("zero_copy", 1), ("managed", 3), ("managed_prefetch", 3)])
+def test_each_mode_allocates_what_it_says(mode, kind):
+    """cudaPointerGetAttributes: 2 device, 1 host (mapped: the device sees the same address), 3 managed."""
     import cupy
 
-    a = memory.get("device").place(np.ones((4, 4), np.float32))
+    host = np.arange(12, dtype=np.float32).reshape(3, 4) + 1
+    m = memory.get(mode)
+    a = m.place(host)
     attrs = cupy.cuda.runtime.pointerGetAttributes(a.data.ptr)
-    assert attrs.type == 2  # cudaMemoryTypeDevice
+    assert attrs.type == kind
+    if mode == "zero_copy":
+        assert attrs.devicePointer == attrs.hostPointer == a.data.ptr
+    assert np.array_equal(cupy.asnumpy(a * 2), host * 2)  # a kernel reads it
+    m.before_run([a])  # the prefetch, where there is one
+    assert np.array_equal(m.fetch(a), host)
+
+
+SIX = ["naive", "tiled_tile16", "no_bank_conflict_tile16", "outer_product", "unrolled", "cublas"]
+
+
+@pytest.mark.parametrize("vid", SIX + ["coalesced_bt_tile32", "prefetch_tile16"])
+def test_variants_verify_under_every_memory_mode(launchers, vid):
+    plan = measure.Plan(
+        shapes=[(64, 64, 64), (333, 517, 129), (1000, 1000, 1000)],
+        warmups=1,
+        repeats=2,
+        budget_s=60,
+        seed=5,
+        cpu_max_mnk=1 << 30,
+        cold_repeats=2,
+        modes=["device", "zero_copy", "managed", "managed_prefetch"],
+    )
+    df = measure.run(launchers[vid].variant, launchers[vid].cubin, plan, progress=False)
+    assert (df.status == "ok").all(), df[df.status != "ok"][["memory_mode", "M", "reason"]].to_string()
+    assert df.verified.all()
+    timed = df.groupby("memory_mode").timed.apply(set).to_dict()
+    assert timed["zero_copy"] >= {"kernel"} and timed["managed"] >= {"cold", "warm"}
+    assert timed["managed_prefetch"] >= {"cold", "warm"} and timed["device"] >= {"kernel", "end_to_end"}
+
+
+def test_coalescing_patterns_verify_and_time(tmp_path, arch):
+    from gpumm import bandwidth, coalescing
+
+    m = catalog.microbenchmarks()["access_patterns"]
+    build.build_file(catalog.paths.KERNELS / m["file"], m["entries"], arch, tmp_path)
+    plan = coalescing.Plan(
+        sizes=[256, 1000], count=100_003, strides=[1, 4, 32], offsets=[0, 3, 31], warmups=1, repeats=3, seed=2
+    )
+    df = coalescing.run(tmp_path / "kernel.cubin", plan, progress=False)
+    assert (df.status == "ok").all() and df.verified.all() and (df.gbs > 0).all()
+    assert len(df.drop_duplicates(["pattern", "n", "stride", "offset"])) == len(coalescing.configurations(plan))
+    bw = bandwidth.run(1 << 24, 1, 3)
+    assert (
+        set(bw.transfer)
+        == {
+            "host_to_device_pageable",
+            "host_to_device_pinned",
+            "device_to_host_pageable",
+            "device_to_host_pinned",
+            "device_to_device",
+        }
+        and (bw.gbs > 0).all()
+    )
 
 
 def test_measure_records_samples_failures_and_skips(launchers):

@@ -14,6 +14,16 @@ PAGES = [
         "ids": ["S2-MM", "S2-CPU", "S2-NSQ", "S2-CGMA"],
     },
     {"notebook": "seed003", "title": "Seed 003: the SDK's matrixMul (MCS 572)", "ids": ["S3-SDK"]},
+    {
+        "notebook": "coalescing",
+        "title": "Coalesced against uncoalesced reads: the micro-benchmark",
+        "ids": ["DC-COAL", "S0-T2"],
+    },
+    {
+        "notebook": "memory_modes",
+        "title": "Memory abstractions: manual, UVA (zero-copy), unified (managed)",
+        "ids": ["DC-UM", "S1-F4", "S1-F5", "S1-F6", "S1-C2", "S1-M"],
+    },
     {"notebook": "profiles", "title": "Compiler resources and Nsight Compute profiles", "ids": ["DC-PROF"]},
 ]
 

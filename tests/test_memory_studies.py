@@ -1,0 +1,107 @@
+"""Memory studies on the CPU: address arithmetic, mode bookkeeping, claim S1-C2."""
+
+import pandas as pd
+import pytest
+
+from gpumm import analysis, coalescing, config, memory
+
+
+def test_strided_addresses():
+    assert coalescing.strided_index(4, 1, 0) == (0, 3)
+    assert coalescing.strided_index(4, 32, 0) == (0, 96)  # thread 3 reads element 96
+    assert coalescing.strided_index(4, 1, 31) == (31, 34)
+    assert coalescing.strided_index(1, 64, 5) == (5, 5)
+
+
+def test_configurations_and_useful_bytes():
+    plan = coalescing.Plan(
+        sizes=[8, 16], count=1024, strides=[1, 2, 32], offsets=[0, 1, 31], warmups=1, repeats=1, seed=0
+    )
+    cfgs = coalescing.configurations(plan)
+    assert [c["pattern"] for c in cfgs[:4]] == ["rows", "cols", "rows", "cols"]
+    strided = [(c["stride"], c["offset"]) for c in cfgs if c["pattern"] == "strided"]
+    assert strided == [(1, 0), (2, 0), (32, 0), (1, 1), (1, 31)]  # offset 0 at stride 1 is measured once
+    assert coalescing.useful_bytes(cfgs[0]) == 4 * 8 * 8  # n^2 floats read
+    assert coalescing.useful_bytes({"pattern": "strided", "n": 1024}) == 8 * 1024  # read and written
+
+
+def test_modes_for_variants():
+    cfg = {"memory_modes": ["device", "zero_copy", "managed"], "memory_study_variants": ["naive", "cublas"]}
+    assert config.modes_for("naive", cfg) == ["device", "zero_copy", "managed"]
+    assert config.modes_for("tiled_tile8", cfg) == ["device"]
+    assert config.modes_for("tiled_tile8", {**cfg, "memory_study_variants": "all"}) == [
+        "device",
+        "zero_copy",
+        "managed",
+    ]
+    assert config.modes_for("naive", {"memory_modes": ["managed"], "memory_study_variants": "all"}) == [
+        "device",
+        "managed",
+    ]  # device is always measured: the other modes are compared with it
+
+
+def test_mode_bookkeeping():
+    assert set(memory.MODES) == {"device", "zero_copy", "managed", "managed_prefetch", "host"}
+    assert memory.get("device").info.timed == ("kernel", "end_to_end")
+    assert memory.get("zero_copy").info.timed == ("kernel",)
+    for m in ("managed", "managed_prefetch"):
+        assert memory.get(m).info.timed == ("cold", "warm")
+    assert memory.get("managed_prefetch").before_run is not memory.MemoryMode.before_run
+
+
+def test_managed_allocation_is_refused_beyond_free_memory():
+    gib = 1 << 30
+    memory.check_managed(4 * gib, free=10 * gib, headroom=2 * gib)
+    with pytest.raises(
+        memory.Refused, match="refused to allocate 9.00 GiB of managed memory: the device has 10.00 GiB"
+    ):
+        memory.check_managed(9 * gib, free=10 * gib, headroom=2 * gib)
+
+
+def summary_rows(spec):
+    rows = []
+    for variant, mode, timed, n, ms in spec:
+        rows.append(dict(variant=variant, memory_mode=mode, timed=timed, M=n, N=n, K=n, median_ms=ms, status="ok"))
+    return pd.DataFrame(rows)
+
+
+def test_claim_s1_c2_parts():
+    spec = []
+    for n, d in ((512, 1.0), (1024, 10.0), (2048, 16.0)):  # a dip at 1024 for manual
+        spec += [("cublas", "device", "kernel", n, d), ("unrolled", "device", "kernel", n, d)]
+        spec += [("cublas", "zero_copy", "kernel", n, 40 * d), ("unrolled", "zero_copy", "kernel", n, 20 * d)]
+        spec += [("cublas", "managed", "warm", n, 1.05 * d), ("cublas", "managed", "cold", n, 3 * d)]
+    res = pd.DataFrame({"variant": ["cublas", "unrolled"], "smem_bytes": [0, 1024]})
+    c = analysis.claim_s1_c2(summary_rows(spec), res)
+    a = c[c.part == "a"].set_index("claim").supported
+    assert a["UVA over 30x slower than manual: cublas"] == True  # noqa: E712 (40x)
+    assert a["UVA over 50x slower than manual: unrolled"] == False  # noqa: E712 (20x)
+    b = c[c.part == "b"].iloc[0]
+    assert b.supported and "warm 1.05x, cold 3.00x" in b.ours
+    dips = c[(c.part == "c") & c.claim.str.startswith("a dip")]
+    assert dips.supported.all() and len(dips) == 4  # manual and UVA, both variants
+    assert c[c.claim.str.contains("shared memory")].supported.iloc[0] == False  # noqa: E712
+
+
+def test_coalescing_summary_and_sectors():
+    s = pd.DataFrame(
+        [
+            dict(pattern="strided", n=1024, stride=1, offset=0, repeat=0, ms=1.0, bytes=8192, gbs=100.0, status="ok"),
+            dict(pattern="strided", n=1024, stride=32, offset=0, repeat=0, ms=8.0, bytes=8192, gbs=12.5, status="ok"),
+            dict(pattern="rows", n=8, stride=0, offset=0, status="failed", reason="NaN in the output"),
+        ]
+    )
+    out = analysis.coalescing_summary(s, copy_gbs=200.0).set_index(["pattern", "stride"])
+    assert out.loc[("strided", 32), "share_of_copy_kernel"] == pytest.approx(0.125)
+    assert out.loc[("strided", 1), "share_of_device_copy"] == pytest.approx(0.5)
+    assert out.loc[("rows", 0), "status"] == "failed"
+    prof = pd.DataFrame(
+        [
+            dict(launch=0, pattern="strided", n=1024, stride=32, offset=0, metric=m, value=v)
+            for m, v in (
+                ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 32.0),
+                ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 1024.0),
+            )
+        ]
+    )
+    assert analysis.sectors_per_request(prof).sectors_per_request.iloc[0] == 32.0
