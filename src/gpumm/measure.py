@@ -96,7 +96,7 @@ def run(variant: Variant, cubin: Path | None, plan: Plan, progress: bool = True)
         flops, _ = variant.work(M, N, K)
         launches = _launches(variant, plan) + 1
         if broken:
-            rows.append({**base, "status": "failed", "reason": f"not run: an earlier CUDA error ({broken})"})
+            rows.append({**base, "status": "failed", "reason": f"not run: an earlier error ({broken})"})
         elif variant.max_size and max(M, N, K) > variant.max_size:
             rows.append(
                 {
@@ -120,7 +120,7 @@ def run(variant: Variant, cubin: Path | None, plan: Plan, progress: bool = True)
             except memory.Refused as exc:  # nothing was allocated: the next shapes may still fit
                 rows.append({**base, "status": "skipped", "reason": str(exc)})
                 continue
-            except Exception as exc:  # a CUDA error poisons the context: record it, stop launching
+            except Exception as exc:  # a CUDA error poisons the context: record any error, stop launching
                 broken = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                 rows.append({**base, "status": "failed", "reason": broken})
                 continue

@@ -25,7 +25,6 @@ the prefetch) and ``warm`` (the runs after it: pages resident).
 """
 
 import ctypes
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,6 +131,20 @@ def _host_view(ptr: int, shape: tuple[int, ...], dtype) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
 
+class _MappedHost:
+    """A block of pinned, mapped host memory, freed when the last array over it goes."""
+
+    def __init__(self, nbytes: int):
+        import cupy
+
+        self.ptr = cupy.cuda.runtime.hostAlloc(nbytes, HOST_ALLOC_MAPPED)
+
+    def __del__(self):
+        import cupy
+
+        cupy.cuda.runtime.freeHost(self.ptr)
+
+
 class ZeroCopyMemory(MemoryMode):
     """Pinned host memory mapped into the device's address space: the kernel reads it over the bus."""
 
@@ -141,11 +154,9 @@ class ZeroCopyMemory(MemoryMode):
         import cupy
 
         nbytes = max(int(np.prod(shape)) * np.dtype(dtype).itemsize, 1)
-        ptr = cupy.cuda.runtime.hostAlloc(nbytes, HOST_ALLOC_MAPPED)
-        mem = cupy.cuda.UnownedMemory(ptr, nbytes, owner=None)
-        array = cupy.ndarray(shape, dtype=dtype, memptr=cupy.cuda.MemoryPointer(mem, 0))
-        weakref.finalize(mem, cupy.cuda.runtime.freeHost, ptr)  # freed with the last array using it
-        return array
+        block = _MappedHost(nbytes)
+        mem = cupy.cuda.UnownedMemory(block.ptr, nbytes, owner=block, device_id=cupy.cuda.Device().id)
+        return cupy.ndarray(shape, dtype=dtype, memptr=cupy.cuda.MemoryPointer(mem, 0))
 
     def place(self, host):
         array = self.empty(host.shape, host.dtype)
