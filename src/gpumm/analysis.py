@@ -99,9 +99,9 @@ def cgma(fma: int, global_loads: int) -> float:
 
 
 def best_per_family(summary: pd.DataFrame, size: int, timed: str = "kernel") -> pd.DataFrame:
-    """Each family's fastest verified instance at the square ``size``."""
+    """Each family's fastest verified instance at the square ``size``, device memory."""
     s = summary[(summary.M == size) & (summary.N == size) & (summary.K == size) & (summary.timed == timed)]
-    s = s[s.status == "ok"]
+    s = s[(s.status == "ok") & (s.memory_mode == "device")]
     if s.empty:
         return s
     return s.loc[s.groupby("family")["gflops"].idxmax()].set_index("family")
@@ -135,7 +135,7 @@ def claim_s1_c1(summary: pd.DataFrame, best: str = "unrolled", naive: str = "nai
     and cuBLAS were all measured in this run.
     """
     s = summary[(summary.M == summary.N) & (summary.N == summary.K) & (summary.timed == "kernel")]
-    s = s[s.status == "ok"]
+    s = s[(s.status == "ok") & (s.memory_mode == "device")]
     have = [set(s[s.family == f].M) for f in (best, naive, "cublas")]
     common = set.intersection(*have) if all(have) else set()
     if not common:
@@ -211,8 +211,9 @@ def claim_s1_c2(summary: pd.DataFrame, resources: pd.DataFrame, best: str = "unr
                 "supported": bool(abs(r - 1) <= 0.1),
             }
         )
+    studied = [v for v in dev.columns if v in zc.columns] or list(dev.columns)  # seed 001's six, where UVA ran
     for mode, table in (("manual", dev), ("UVA", zc)):
-        for v in table.columns:
+        for v in [v for v in studied if v in table.columns]:
             col = table[v]
             if not {512, 1024, 2048} <= set(col.dropna().index):
                 continue
@@ -228,7 +229,7 @@ def claim_s1_c2(summary: pd.DataFrame, resources: pd.DataFrame, best: str = "unr
                 }
             )
     if len(resources) and "smem_bytes" in resources:
-        r = resources[resources.variant.isin(dev.columns)]
+        r = resources[resources.variant.isin(studied)]
         rows.append(
             {
                 "part": "c",

@@ -72,8 +72,9 @@ def size_plot(
     scale: float = 1.0,
     ylabel: str = "GFLOP/s",
     ax=None,
+    mode: str | None = "device",
 ):
-    """Median (IQR band) of ``y`` against square size, one line per variant, log-log."""
+    """Median (IQR band) of ``y`` against square size, one line per variant, log-log; memory ``mode`` only."""
     d = samples[
         (samples.status == "ok")
         & (samples.M == samples.N)
@@ -81,6 +82,8 @@ def size_plot(
         & (samples.timed == timed)
         & samples.variant.isin(variants)
     ].copy()
+    if mode is not None:
+        d = d[d.memory_mode.isin([mode, "host"])]  # the CPU baselines run in host memory
     if d.empty:
         md(f"*No timed samples for {title}.*")
         return None
