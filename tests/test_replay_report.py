@@ -137,6 +137,9 @@ def test_replay_copies_flags_stale_and_lists_missing(tmp_path, monkeypatch):
     assert json.loads((results / "build" / t8.id / "resources.json").read_text())["status"] == "not measured"
     prov = replay.provenance(archive, "no GPU here", {v.id: v.digest() for v in (naive, t16, t8)}, results)
     assert prov["data_source"]["mode"] == "replay" and "h200" in prov["data_source"]["archive"]
+    for name in ("coalescing", "bandwidth"):  # not in this archive: files saying so, no numbers
+        assert "not in the archive" in replay.study(name, archive, results)
+    assert pd.read_csv(results / "raw" / "bandwidth" / "samples.csv").status.tolist() == ["not measured"]
     monkeypatch.chdir(tmp_path)
     tables.collect([naive, t16, t8], results, tmp_path / "tables")
     variants = pd.read_csv(tmp_path / "tables" / "variants.csv").set_index("variant")
@@ -150,6 +153,7 @@ def test_replay_copies_flags_stale_and_lists_missing(tmp_path, monkeypatch):
     summary = pd.read_csv(tmp_path / "tables" / "summary.csv").set_index("variant")
     assert summary.loc[naive.id, "median_ms"] == pytest.approx(0.02) and summary.loc[naive.id, "samples"] == 3
     assert summary.loc[t8.id, "status"] == "not measured"
+    assert pd.read_csv(tmp_path / "tables" / "coalescing_summary.csv").status.tolist() == ["not measured"]
 
 
 def test_summary_keeps_failures_and_skips_with_reasons():

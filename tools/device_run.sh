@@ -38,7 +38,7 @@ pipeline)
   python3 - <<'PY'
 import pandas as pd
 s = pd.read_csv("results/tables/summary.csv")
-sq = s[(s.M == s.N) & (s.N == s.K) & (s.timed == "kernel")]
+sq = s[(s.M == s.N) & (s.N == s.K) & (s.timed == "kernel") & (s.memory_mode == "device")]
 print(sq.pivot_table(index="variant", columns="M", values="gflops").round(0).to_string())
 print(s[s.status != "ok"][["variant", "M", "N", "K", "status", "reason"]].to_string())
 print(pd.read_csv("results/tables/ladder.csv").to_string())

@@ -106,6 +106,8 @@ def size_plot(
     ax.set_yscale("log")
     ticks = [int(n) for n in sorted(d.M.unique()) if int(n) & (int(n) - 1) == 0]  # powers of two only
     ax.set_xticks(ticks, labels=[str(n) for n in ticks])
+    if len(ticks) > 7:
+        ax.tick_params(axis="x", labelrotation=60)
     ax.xaxis.set_minor_locator(plt.NullLocator())
     ax.set(xlabel="size n (all matrices n × n)", ylabel=ylabel, title=title)
     sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1), fontsize="small", title=None)
