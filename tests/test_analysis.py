@@ -6,18 +6,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import HOPPER
 from gpumm import analysis, loops
 
 FIX = Path(__file__).parent / "fixtures"
-H100 = {
-    "compute_capability": "9.0",
-    "sm_count": 132,
-    "sm_clock_khz": 1980000,
-    "max_threads_per_sm": 2048,
-    "regs_per_sm": 65536,
-    "smem_per_sm": 233472,
-    "max_blocks_per_sm": 32,
-}
+H100 = HOPPER
 
 
 def read(name):

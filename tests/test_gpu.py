@@ -107,7 +107,7 @@ def test_each_mode_allocates_what_it_says(mode, kind):
 SIX = ["naive", "tiled_tile16", "no_bank_conflict_tile16", "outer_product", "unrolled", "cublas"]
 
 
-@pytest.mark.parametrize("vid", SIX + ["coalesced_bt_tile32", "prefetch_tile16"])
+@pytest.mark.parametrize("vid", [v.id for v in VARIANTS if v.on_gpu])
 def test_variants_verify_under_every_memory_mode(launchers, vid):
     plan = measure.Plan(
         shapes=[(64, 64, 64), (333, 517, 129), (1000, 1000, 1000)],

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import HOPPER
 from gpumm import catalog, gpu, measure, memory, profile, reference, replay, report, tables
 
 
@@ -37,16 +38,7 @@ def test_slug():
 
 
 FIX = Path(__file__).parent / "fixtures"
-GPU = {
-    "name": "NVIDIA H200",
-    "compute_capability": "9.0",
-    "sm_count": 132,
-    "sm_clock_khz": 1980000,
-    "max_threads_per_sm": 2048,
-    "regs_per_sm": 65536,
-    "smem_per_sm": 233472,
-    "max_blocks_per_sm": 32,
-}
+GPU = HOPPER
 
 
 def make_archive(root, name, date, variants):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpumm import catalog, paths
+from gpumm import catalog, files, paths
 
 
 def _ints(text: str) -> list[int]:
@@ -165,10 +165,7 @@ def cmd_coalescing(a):
     from gpumm import coalescing
 
     df = coalescing.run(Path(a.cubin), _coalescing_plan(a))
-    out = Path(a.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / "samples.csv.tmp", index=False)
-    (out / "samples.csv.tmp").replace(out / "samples.csv")
+    files.write_csv(df, Path(a.out_dir) / "samples.csv")
     failed = df[df.status == "failed"]
     for r in failed.itertuples():
         print(f"  FAILED {r.pattern} n={r.n} stride={r.stride} offset={r.offset}: {r.reason}", file=sys.stderr)
@@ -215,10 +212,7 @@ def cmd_bandwidth(a):
     from gpumm import bandwidth
 
     df = bandwidth.run(a.bytes, a.warmups, a.repeats)
-    out = Path(a.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / "samples.csv.tmp", index=False)
-    (out / "samples.csv.tmp").replace(out / "samples.csv")
+    files.write_csv(df, Path(a.out_dir) / "samples.csv")
     print(df.groupby("transfer").gbs.median().round(1).to_string())
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpumm import ncu
+from gpumm import files, ncu
 from gpumm.catalog import Variant
 
 COLUMNS = ["variant", "M", "N", "K", "launch", "kernel", "metric", "value", "unit", "status", "reason"]
@@ -128,8 +128,7 @@ def run_target(
         df = pd.DataFrame([{**base, "status": "missing", "reason": reason}], columns=columns)
     else:
         df = pd.DataFrame([{**base, **r, "status": "ok", "reason": ""} for r in rows], columns=columns)
-    df.to_csv(out_dir / "profile.csv.tmp", index=False)
-    (out_dir / "profile.csv.tmp").replace(out_dir / "profile.csv")
+    files.write_csv(df, out_dir / "profile.csv")
     return df
 
 
