@@ -204,7 +204,7 @@ def cmd_profile_coalescing(a):
         labels = pd.DataFrame(configs).assign(launch=range(len(configs)))
         df = df.drop(columns=["pattern", "n", "stride", "offset"], errors="ignore")
         df = df.assign(launch=df.launch.astype(int)).merge(labels, on="launch", how="left")
-        df.to_csv(Path(a.out_dir) / "profile.csv", index=False)
+        files.write_csv(df, Path(a.out_dir) / "profile.csv")
     print(f"profile access patterns: {df.status.iloc[0]} ({len(df)} rows)")
 
 

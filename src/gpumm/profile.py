@@ -139,5 +139,5 @@ def missing(variant: Variant, size: int, reason: str, out_dir: Path) -> pd.DataF
         [{"variant": variant.id, "M": size, "N": size, "K": size, "status": "missing", "reason": reason}],
         columns=COLUMNS,
     )
-    df.to_csv(out_dir / "profile.csv", index=False)
+    files.write_csv(df, out_dir / "profile.csv")
     return df
