@@ -67,6 +67,8 @@ def test_replay_renders_every_page_naming_its_source(tree):
         assert re.search(r"Data source: REPLAYED from the archived run data/reference/[\w.-]+", html), page
         if page != "index":
             assert "<img" in html or "image/png" in html or page == "profiles", page
+            ids = next(p["ids"] for p in PAGES if p["notebook"] == page)
+            assert all(sid in html for sid in ids), (page, [sid for sid in ids if sid not in html])
     index = (report / "index.html").read_text()
     for p in PAGES:
         assert f'href="{p["notebook"]}.html"' in index
