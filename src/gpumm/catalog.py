@@ -223,10 +223,6 @@ def expand(selection: dict[str, dict[str, list[int]]], families: dict | None = N
     return out
 
 
-def by_id(variants: list[Variant]) -> dict[str, Variant]:
-    return {v.id: v for v in variants}
-
-
 def from_id(vid: str, families: dict | None = None) -> Variant:
     """The variant a name such as ``tiled_tile16`` stands for."""
     families = load() if families is None else families

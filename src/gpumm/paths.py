@@ -33,10 +33,6 @@ TABLE_NAMES = (
 
 # Relative to the working directory of a run (the Snakemake workdir).
 RESULTS = Path("results")
-BUILD = RESULTS / "build"
-RAW = RESULTS / "raw"
-TABLES = RESULTS / "tables"
-REPORT = RESULTS / "report"
 
 
 def build_dir(variant: str, results: Path = RESULTS) -> Path:

@@ -60,14 +60,8 @@ def resources(v: Variant, archive: Path, results: Path = paths.RESULTS) -> None:
     """Copy a CUDA variant's archived resource report, PTX and SASS (or say they are not in the archive)."""
     src, dst = archive / "build" / v.id, paths.build_dir(v.id, results)
     dst.mkdir(parents=True, exist_ok=True)
-    why = f"not in the archived run {archive.name}"
     for name in BUILD_FILES:
-        if (src / name).is_file():
-            shutil.copy2(src / name, dst / name)
-        elif name == "resources.json":
-            (dst / name).write_text(json.dumps({"variant": v.id, "status": "not measured", "reason": why}))
-        else:
-            (dst / name).write_text(f"# {name} {why}\n")
+        _copy_or_note(src / name, dst / name, archive)
 
 
 STUDY_FILES = {
@@ -82,23 +76,32 @@ STUDY_FILES = {
 }
 
 
+def _copy_or_note(src: Path, dst: Path, archive: Path) -> bool:
+    """Copy an archived file; where the archive lacks it, write one of the same kind saying so (no numbers).
+
+    True when it was copied.
+    """
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_file():
+        shutil.copy2(src, dst)
+        return True
+    note = {"status": "not measured", "reason": f"not in the archived run {archive.name}"}
+    if dst.suffix == ".csv":
+        pd.DataFrame([note]).to_csv(dst, index=False)
+    elif dst.suffix == ".json":
+        dst.write_text(json.dumps(note))
+    else:
+        dst.write_text(f"# {dst.name} {note['reason']}\n")
+    return False
+
+
 def study(name: str, archive: Path, results: Path = paths.RESULTS) -> str:
     """Copy an archived study's files; a file the archive lacks is written saying so (no numbers)."""
     missing = []
     for sub, folder, f in STUDY_FILES[name]:
         src, dst = archive / sub / folder / f, results / sub / folder / f
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_file():
-            shutil.copy2(src, dst)
-            continue
-        missing.append(f"{folder}/{f}")
-        why = f"not in the archived run {archive.name}"
-        if f.endswith(".csv"):
-            pd.DataFrame([{"status": "not measured", "reason": why}]).to_csv(dst, index=False)
-        elif f.endswith(".json"):
-            dst.write_text(json.dumps([{"status": "not measured", "reason": why}]))
-        else:
-            dst.write_text(f"# {why}\n")
+        if not _copy_or_note(src, dst, archive):
+            missing.append(f"{folder}/{f}")
     return f"replayed {name}" + (f" (not in the archive: {', '.join(missing)})" if missing else "")
 
 

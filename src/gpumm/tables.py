@@ -53,8 +53,12 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
 def collect(variants: list[Variant], results: Path, out: Path) -> None:
     """Write every table the notebooks read, each whole or not at all."""
     out.mkdir(parents=True, exist_ok=True)
-    samples = pd.concat([_csv(paths.raw_dir(v.id, results) / "samples.csv") for v in variants], ignore_index=True)
-    profiles = pd.concat([_csv(paths.raw_dir(v.id, results) / "profile.csv") for v in variants], ignore_index=True)
+    samples = pd.concat(
+        [pd.read_csv(paths.raw_dir(v.id, results) / "samples.csv") for v in variants], ignore_index=True
+    )
+    profiles = pd.concat(
+        [pd.read_csv(paths.raw_dir(v.id, results) / "profile.csv") for v in variants], ignore_index=True
+    )
     prov = json.loads((results / "raw" / "provenance.json").read_text())
     gpu = prov.get("gpu", {})
     resources, loop_rows = [], []
@@ -88,10 +92,6 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
     for name in [*tables, "published"]:
         (out / f"{name}.csv.tmp").replace(out / f"{name}.csv")
     (out / "source.json.tmp").replace(out / "source.json")
-
-
-def _csv(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path)
 
 
 def _json(path: Path) -> dict:
@@ -170,9 +170,9 @@ def _families(variants: list[Variant]) -> list[dict]:
 
 def _memory_tables(results: Path, summary: pd.DataFrame, resources: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The memory studies: bandwidths, access patterns with their profile, and claim S1-C2."""
-    bw = _csv(results / "raw" / "bandwidth" / "samples.csv")
-    co = _csv(results / "raw" / "coalescing" / "samples.csv")
-    prof = _csv(results / "raw" / "coalescing" / "profile.csv")
+    bw = pd.read_csv(results / "raw" / "bandwidth" / "samples.csv")
+    co = pd.read_csv(results / "raw" / "coalescing" / "samples.csv")
+    prof = pd.read_csv(results / "raw" / "coalescing" / "profile.csv")
     bandwidth = (
         bw.groupby("transfer")
         .gbs.agg(median_gbs="median", q25_gbs=lambda x: x.quantile(0.25), q75_gbs=lambda x: x.quantile(0.75))
