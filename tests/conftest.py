@@ -1,8 +1,10 @@
 import functools
+import shutil
+import subprocess
 
 import pytest
 
-from gpumm import gpu
+from gpumm import gpu, paths
 
 
 @functools.cache
@@ -33,3 +35,21 @@ def pytest_collection_modifyitems(config, items):
         mark = pytest.mark.skip(reason=f"needs a CUDA GPU: {found.reason}")
         for item in gpu_items:
             item.add_marker(mark)
+
+
+@pytest.fixture(scope="session")
+def tree(tmp_path_factory):
+    """A copy of the project's files (what git would clone), without results or environments."""
+    dest = tmp_path_factory.mktemp("project")
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=paths.ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    for rel in listed:
+        src = paths.ROOT / rel
+        if src.is_symlink():  # as git keeps it (profiles -> workflow/profiles)
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).symlink_to(src.readlink())
+        elif src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest

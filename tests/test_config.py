@@ -24,7 +24,7 @@ def test_shipped_config_is_valid(cfg):
         (lambda c: c.update(sizes=[-5]), "sizes[0] = -5", "integers 1 to 32768"),
         (lambda c: c.update(sizes=[1.5]), "sizes[0] = 1.5", "integers 1 to 32768"),
         (lambda c: c.update(mode="fast"), 'mode = "fast"', "auto"),
-        (lambda c: c["timing"].update(repeats=0), "timing.repeats = 0", "Timed launches"),
+        (lambda c: c["timing"].update(repeats=0), "timing.repeats = 0", "Timed samples"),
         (lambda c: c.update(gpu_arch="hopper"), 'gpu_arch = "hopper"', "sm_XX"),
         (lambda c: c.update(memory_modes=["pinned"]), 'memory_modes[0] = "pinned"', "device"),
         (lambda c: c.update(shapes=[[3, 4]]), "shapes[0]", "[M, N, K]"),

@@ -47,34 +47,40 @@ def arch():
 def launchers(tmp_path_factory, arch):
     out = {}
     for v in VARIANTS:
-        cubin = None
-        if v.is_cuda:
+        binary = None
+        if v.is_built:
             d = tmp_path_factory.mktemp(v.id)
-            build.build(v, arch, d)
-            cubin = d / "kernel.cubin"
-        out[v.id] = Launcher(v, cubin)
+            if v.is_cuda:
+                build.build(v, arch, d)
+            else:
+                build.build_host(v, d)
+            binary = d / v.binary_name
+        out[v.id] = Launcher(v, binary)
     return out
 
 
-def run_once(launcher, M, N, K, seed):
+def run_once(launcher, M, N, K, seed, exact=False):
     import cupy
 
     mode = memory.get("device" if launcher.variant.on_gpu else "host")
-    A_h, B_h = measure.inputs(seed, M, N, K)
-    assert np.count_nonzero(A_h) > 0.99 * A_h.size  # random, never zeros
+    A_h, B_h = verify.exact_inputs(seed, M, N, K) if exact else measure.inputs(seed, M, N, K)
+    assert np.count_nonzero(A_h) > 0.99 * A_h.size  # never zeros
     A, B, C = mode.place(A_h), mode.place(B_h), mode.empty((M, N))
     C.fill(np.nan)
     launcher.bind(A, B, C)()  # the whole product: the transpose of B first where there is one
     cupy.cuda.Device().synchronize()
-    ref, abs_ref, where = verify.reference(A_h, B_h, 1 << 27)
+    ref, abs_ref, where = verify.reference(A_h, B_h, 1 << 27, absolute=not exact)
     out = mode.fetch(C) if where == "cpu_f64" else C
-    return verify.compare(out, ref, abs_ref, K, where)
+    return verify.compare_exact(out, ref, where) if exact else verify.compare(out, ref, abs_ref, K, where)
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("vid", [v.id for v in VARIANTS])
 def test_variant_matches_float64_reference(launchers, vid, shape):
-    check = run_once(launchers[vid], *shape, seed=hash((vid, shape)) & 0xFFFF)
+    seed = hash((vid, shape)) & 0xFFFF
+    check = run_once(launchers[vid], *shape, seed=seed, exact=True)
+    assert check.ok, check.reason
+    check = run_once(launchers[vid], *shape, seed=seed)
     assert check.ok, check.reason
 
 
@@ -82,7 +88,7 @@ def test_an_unwritten_element_fails_verification(launchers):
     """A grid one block short leaves poisoned NaNs, which verification must catch."""
     good = launchers["naive"]
     short = dataclasses.replace(good.variant, grid=("cdiv(N, 16) - 1", "cdiv(M, 16)"))
-    bad = Launcher(short, good.cubin)
+    bad = Launcher(short, good.binary)
     check = run_once(bad, 64, 64, 64, seed=1)
     assert not check.ok and "NaN" in check.reason
 
@@ -119,12 +125,74 @@ def test_variants_verify_under_every_memory_mode(launchers, vid):
         cold_repeats=2,
         modes=["device", "zero_copy", "managed", "managed_prefetch"],
     )
-    df = measure.run(launchers[vid].variant, launchers[vid].cubin, plan, progress=False)
+    df = measure.run(launchers[vid].variant, launchers[vid].binary, plan, progress=False)
     assert (df.status == "ok").all(), df[df.status != "ok"][["memory_mode", "M", "reason"]].to_string()
     assert df.verified.all()
     timed = df.groupby("memory_mode").timed.apply(set).to_dict()
     assert timed["zero_copy"] >= {"kernel"} and timed["managed"] >= {"cold", "warm"}
     assert timed["managed_prefetch"] >= {"cold", "warm"} and timed["device"] >= {"kernel", "end_to_end"}
+    assert (df.exact_check == "ok").all()
+    if launchers[vid].variant.prepare:
+        assert "prepare" in set(df.timed)
+
+
+@pytest.mark.parametrize("mode, kind", [("zero_copy", 1), ("managed", 3), ("device", 2)])
+def test_the_transposed_operand_lives_in_the_mode(launchers, mode, kind):
+    """B^T of the variants that transpose B first is allocated by the memory mode under test."""
+    import cupy
+
+    m = memory.get(mode)
+    made = []
+
+    def scratch(shape):
+        made.append(m.empty(shape))
+        return made[-1]
+
+    A_h, B_h = measure.inputs(3, 64, 48, 80)
+    A, B, C = m.place(A_h), m.place(B_h), m.empty((64, 48))
+    launchers["no_bank_conflict_tile16"].bind(A, B, C, scratch=scratch)()
+    cupy.cuda.Device().synchronize()
+    assert len(made) == 1 and made[0].shape == (48, 80)
+    assert cupy.cuda.runtime.pointerGetAttributes(made[0].data.ptr).type == kind
+    assert np.allclose(m.fetch(C), A_h @ B_h, atol=1e-4)
+
+
+def test_batched_timing_captures_kernels_and_cublas_in_graphs(launchers):
+    """Short kernels and cuBLAS are timed as CUDA graphs of back-to-back launches, and still compute C."""
+    import cupy
+
+    from gpumm import timing
+
+    with cupy.cuda.Stream(non_blocking=True):
+        for vid in ("tiled_tile16", "cublas", "coalesced_bt_tile16"):
+            A_h, B_h = verify.exact_inputs(1, 96, 80, 64)
+            A, B, C = cupy.asarray(A_h), cupy.asarray(B_h), cupy.full((96, 80), cupy.nan, dtype=cupy.float32)
+            product = launchers[vid].bind(A, B, C)
+            t = timing.time_batched(product, 1, 3, 50)
+            assert t.method == "graph" and t.batch == 50 and len(t.samples) == 3 and min(t.samples) > 0, vid
+            assert np.array_equal(cupy.asnumpy(C), A_h.astype(np.float64) @ B_h.astype(np.float64)), vid
+        assert "cublasSgemm" in launchers["cublas"].bind(A, B, C).library
+
+
+def test_clocks_are_recorded_during_a_measurement(launchers):
+    plan = measure.Plan(
+        shapes=[(512, 512, 512)], modes=["device"], warmups=1, repeats=3, budget_s=30, seed=3, cpu_max_mnk=1 << 30
+    )
+    df = measure.run(launchers["naive"].variant, launchers["naive"].binary, plan, progress=False)
+    k = df[df.timed == "kernel"]
+    assert k.sm_clock_mhz.notna().all() and (k.sm_clock_mhz > 100).all() and k.throttled.notna().all()
+    assert set(k.method) == {"graph"} and (k.batch >= 1).all()
+
+
+def test_overhead_floor_is_measured(tmp_path, arch):
+    from gpumm import overhead
+
+    m = catalog.microbenchmarks()["launch_overhead"]
+    build.build_file(catalog.paths.KERNELS / m["file"], m["entries"], arch, tmp_path)
+    df = overhead.run(tmp_path / "kernel.cubin", 1, 3)
+    med = df.groupby(["what", "method"]).ms.median()
+    assert med[("empty kernel", "graph")] < med[("empty kernel", "single")]
+    assert set(df.method) >= {"single", "stream", "graph"}
 
 
 def test_coalescing_patterns_verify_and_time(tmp_path, arch):
@@ -137,7 +205,11 @@ def test_coalescing_patterns_verify_and_time(tmp_path, arch):
     )
     df = coalescing.run(tmp_path / "kernel.cubin", plan, progress=False)
     assert (df.status == "ok").all() and df.verified.all() and (df.gbs > 0).all()
-    assert len(df.drop_duplicates(["pattern", "n", "stride", "offset"])) == len(coalescing.configurations(plan))
+    dev = coalescing.device()
+    keys = ["pattern", "regime", "n", "copies", "stride", "offset"]
+    assert len(df.drop_duplicates(keys)) == len(coalescing.configurations(plan, dev))
+    assert {"dram", "l2"} <= set(df.regime) and "copy4" in set(df.pattern)
+    assert (df[df.pattern == "rows"].threads >= dev.slots).all()  # the reads fill the GPU
     bw = bandwidth.run(1 << 24, 1, 3)
     assert (
         set(bw.transfer)
@@ -162,13 +234,18 @@ def test_measure_records_samples_failures_and_skips(launchers):
         seed=3,
         cpu_max_mnk=1 << 27,
     )
-    df = measure.run(launchers["tiled_tile16"].variant, launchers["tiled_tile16"].cubin, plan, progress=False)
+    df = measure.run(launchers["tiled_tile16"].variant, launchers["tiled_tile16"].binary, plan, progress=False)
     assert (df.status == "ok").all() and len(df) == 20  # kernel and end-to-end samples
     assert df.verified.all() and (df.gflops > 0).all()
     df = measure.run(
-        launchers["coalesced_bt_tile16"].variant, launchers["coalesced_bt_tile16"].cubin, plan, progress=False
+        launchers["coalesced_bt_tile16"].variant, launchers["coalesced_bt_tile16"].binary, plan, progress=False
     )
     assert set(df.timed) == {"kernel", "prepare", "end_to_end"} and (df.status == "ok").all()
+    # the product's time includes its preparation
+    med = df.groupby(["M", "timed"]).ms.median()
+    assert med[(333, "kernel")] > med[(333, "prepare")]
+    df = measure.run(launchers["cpu_serial"].variant, launchers["cpu_serial"].binary, plan, progress=False)
+    assert (df.status == "ok").all() and set(df.method) == {"host"} and df.verified.all()
     tight = dataclasses.replace(plan, shapes=[(64, 64, 64), (2048, 2048, 2048)], budget_s=1e-6)
-    df = measure.run(launchers["naive"].variant, launchers["naive"].cubin, tight, progress=False)
+    df = measure.run(launchers["naive"].variant, launchers["naive"].binary, tight, progress=False)
     assert set(df.status) == {"skipped"} and df.reason.str.contains("budget").all()

@@ -17,12 +17,22 @@ def test_configurations_and_useful_bytes():
     plan = coalescing.Plan(
         sizes=[8, 16], count=1024, strides=[1, 2, 32], offsets=[0, 1, 31], warmups=1, repeats=1, seed=0
     )
-    cfgs = coalescing.configurations(plan)
-    assert [c["pattern"] for c in cfgs[:4]] == ["rows", "cols", "rows", "cols"]
+    dev = coalescing.Device(sm_count=2, max_threads_per_sm=64, l2_bytes=4096, free_bytes=1 << 30)
+    cfgs = coalescing.configurations(plan, dev)
+    assert [(c["pattern"], c["regime"]) for c in cfgs[:4]] == [
+        ("rows", "dram"),
+        ("cols", "dram"),
+        ("rows", "l2"),
+        ("cols", "l2"),
+    ]
     strided = [(c["stride"], c["offset"]) for c in cfgs if c["pattern"] == "strided"]
     assert strided == [(1, 0), (2, 0), (32, 0), (1, 1), (1, 31)]  # offset 0 at stride 1 is measured once
-    assert coalescing.useful_bytes(cfgs[0]) == 4 * 8 * 8  # n^2 floats read
+    # 8 x 8 matrices, 128 thread slots: 16 copies fill them; 3 x the 4 KiB L2 needs 48 distinct matrices
+    assert cfgs[0]["copies"] == 48 and cfgs[2]["copies"] == 16 and cfgs[2]["matrix_stride"] == 0
+    assert coalescing.useful_bytes(cfgs[0]) == 4 * 8 * 8 * 48  # n^2 floats read per matrix
+    assert coalescing.input_length(cfgs[2]) == 64  # the L2 regime reads one matrix
     assert coalescing.useful_bytes({"pattern": "strided", "n": 1024}) == 8 * 1024  # read and written
+    assert cfgs[-1]["pattern"] == "copy4" and coalescing.threads(cfgs[-1]) == 1024 // 32
 
 
 def test_modes_for_variants():
@@ -84,20 +94,22 @@ def test_claim_s1_c2_parts():
 
 
 def test_coalescing_summary_and_sectors():
+    common = dict(regime="dram", n=1024, copies=1, offset=0, repeat=0, bytes=8192, threads=128, batch=1)
     s = pd.DataFrame(
         [
-            dict(pattern="strided", n=1024, stride=1, offset=0, repeat=0, ms=1.0, bytes=8192, gbs=100.0, status="ok"),
-            dict(pattern="strided", n=1024, stride=32, offset=0, repeat=0, ms=8.0, bytes=8192, gbs=12.5, status="ok"),
-            dict(pattern="rows", n=8, stride=0, offset=0, status="failed", reason="NaN in the output"),
+            dict(common, pattern="strided", stride=1, ms=1.0, gbs=100.0, working_set_bytes=16384, status="ok"),
+            dict(common, pattern="strided", stride=32, ms=8.0, gbs=12.5, working_set_bytes=135168, status="ok"),
+            dict(common, pattern="rows", n=8, stride=0, status="failed", reason="NaN in the output"),
         ]
     )
-    out = analysis.coalescing_summary(s, copy_gbs=200.0).set_index(["pattern", "stride"])
+    out = analysis.coalescing_summary(s, copy_gbs=200.0, l2_bytes=4096).set_index(["pattern", "stride"])
+    assert out.loc[("strided", 1), "working_set_over_l2"] == 4
     assert out.loc[("strided", 32), "share_of_copy_kernel"] == pytest.approx(0.125)
     assert out.loc[("strided", 1), "share_of_device_copy"] == pytest.approx(0.5)
     assert out.loc[("rows", 0), "status"] == "failed"
     prof = pd.DataFrame(
         [
-            dict(launch=0, pattern="strided", n=1024, stride=32, offset=0, metric=m, value=v)
+            dict(launch=0, pattern="strided", regime="dram", n=1024, copies=1, stride=32, offset=0, metric=m, value=v)
             for m, v in (
                 ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 32.0),
                 ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 1024.0),

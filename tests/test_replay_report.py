@@ -129,7 +129,7 @@ def test_replay_copies_flags_stale_and_lists_missing(tmp_path, monkeypatch):
     assert json.loads((results / "build" / t8.id / "resources.json").read_text())["status"] == "not measured"
     prov = replay.provenance(archive, "no GPU here", {v.id: v.digest() for v in (naive, t16, t8)}, results)
     assert prov["data_source"]["mode"] == "replay" and "h200" in prov["data_source"]["archive"]
-    for name in ("coalescing", "bandwidth"):  # not in this archive: files saying so, no numbers
+    for name in ("coalescing", "bandwidth", "overhead"):  # not in this archive: files saying so, no numbers
         assert "not in the archive" in replay.study(name, archive, results)
     assert pd.read_csv(results / "raw" / "bandwidth" / "samples.csv").status.tolist() == ["not measured"]
     monkeypatch.chdir(tmp_path)
@@ -197,7 +197,7 @@ def test_profiler_problems_are_one_clear_reason(tmp_path, monkeypatch):
     assert profile.diagnose("", 0, [{"metric": "x"}]) == ""
     monkeypatch.setattr(profile, "find_ncu", lambda: None)
     v = catalog.from_id("naive")
-    df = profile.run(v, None, 64, 1, ["gpu__time_duration.sum"], tmp_path)
+    df = profile.run(v, None, [64, 128], 1, ["gpu__time_duration.sum"], tmp_path)
     assert list(df.status) == ["missing"] and "not found" in df.reason.iloc[0]
     assert (tmp_path / "profile.csv").is_file()
 

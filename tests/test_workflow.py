@@ -1,30 +1,14 @@
 """End to end, in a copy of the project: bad config stops before any job; replay renders every page."""
 
 import re
-import shutil
 import subprocess
 import sys
 import time
 
 import pytest
 
-from gpumm import paths, reference
+from gpumm import reference
 from gpumm.pages import PAGES
-
-
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory):
-    """A copy of the project's files (what git would clone), without results or environments."""
-    dest = tmp_path_factory.mktemp("project")
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"], cwd=paths.ROOT, capture_output=True, text=True, check=True
-    ).stdout.split()
-    for rel in listed:
-        src = paths.ROOT / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    return dest
 
 
 def snakemake(tree, *args):

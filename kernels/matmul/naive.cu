@@ -4,11 +4,13 @@
 // Source: seed 000 (Cecilia, Garcia, Ujaldon), Section 3.2 and Figure 3; also
 // seed 001 Section 4.2.1 and seed 002's "naive" kernel.
 //
-// Adds: nothing, this is the departure point of the ladder. threadIdx.x runs
-// along the columns of C, so the 32 threads of a warp read 32 consecutive
-// elements of a row of B (coalesced) and all read the same element of A (a
-// broadcast). Each multiply-add needs two global loads: about 1/4 flop per
-// byte, which is why this kernel is bandwidth bound (seed 002, S2-CGMA).
+// Adds: nothing, this is the departure point of the ladder. Blocks are 16 x 16
+// threads (as in seed 000's Figure 3) and threadIdx.x runs along the columns
+// of C, so a warp is two rows of 16 threads: at each step k its two halves
+// read the same 16 consecutive elements of a row of B (64 bytes, coalesced)
+// and each half reads one element of A (two broadcasts). Each multiply-add
+// needs two global loads: about 1/4 flop per byte, which is why this kernel
+// is bandwidth bound (seed 002, S2-CGMA).
 //
 // C = A * B, row-major, float32; A is M x K, B is K x N, C is M x N.
 // Any M, N, K: threads outside C return early.

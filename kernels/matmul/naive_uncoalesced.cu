@@ -4,11 +4,12 @@
 // Source: seed 000 Section 3.3 (coalescing; Table 2 times the two access
 // patterns on their own), which explains why the mapping of Figure 3 matters.
 //
-// Takes away from `naive`: coalescing. The 32 threads of a warp now hold 32
-// consecutive rows: at each step k they read A[row][k] from 32 different rows
-// (32 sectors for 32 floats) and all read the same B[k][col] (a broadcast), and
-// at the end they write C with a stride of N floats. Same arithmetic, same
-// result; only the addresses a warp touches together change.
+// Takes away from `naive`: coalescing. Blocks are 16 x 16 threads, so a warp
+// now holds 16 consecutive rows in each of two columns: at each step k it
+// reads A[row][k] from 16 different rows (16 sectors for 16 distinct floats)
+// and two elements B[k][col], B[k][col + 1] (broadcasts), and at the end it
+// writes C with a stride of N floats. Same arithmetic, same result; only the
+// addresses a warp touches together change.
 
 extern "C" __global__ void matmul_naive_uncoalesced(const float *__restrict__ A,
                                                     const float *__restrict__ B,

@@ -16,6 +16,8 @@
 // UNROLL_K=0 (this variant) keeps the loop over k rolled; the loop over the
 // BM accumulators is always unrolled, so that they stay in registers.
 // UNROLL_K=1 is the `unrolled` variant (seed 001 Section 4.2.5).
+// LAUNCH_BOUNDS=0 drops __launch_bounds__, which otherwise overrides nvcc's
+// -maxrregcount: the `unrolled_cap` builds need the cap to apply.
 // Edges: A's tile is zero-padded; B beyond K or N reads as zero; only columns
 // and rows inside C are written.
 
@@ -31,8 +33,16 @@
 #ifndef UNROLL_K
 #define UNROLL_K 0
 #endif
+#ifndef LAUNCH_BOUNDS
+#define LAUNCH_BOUNDS 1
+#endif
+#if LAUNCH_BOUNDS
+#define BOUNDS __launch_bounds__(BN)
+#else
+#define BOUNDS
+#endif
 
-extern "C" __global__ void __launch_bounds__(BN) matmul_outer_product(const float *__restrict__ A,
+extern "C" __global__ void BOUNDS matmul_outer_product(const float *__restrict__ A,
                                                                     const float *__restrict__ B,
                                                                     float *__restrict__ C,
                                                                     int M, int N, int K)

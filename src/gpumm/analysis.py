@@ -243,10 +243,13 @@ def claim_s1_c2(summary: pd.DataFrame, resources: pd.DataFrame, best: str = "unr
     return pd.DataFrame(rows, columns=["part", "claim", "ours", "supported"])
 
 
-def coalescing_summary(samples: pd.DataFrame, copy_gbs: float) -> pd.DataFrame:
-    """One row per access pattern: median ms and GB/s, IQR, share of the copy ceilings."""
+COALESCING_KEYS = ["pattern", "regime", "n", "copies", "stride", "offset"]
+
+
+def coalescing_summary(samples: pd.DataFrame, copy_gbs: float, l2_bytes: float = math.nan) -> pd.DataFrame:
+    """One row per access pattern: median ms (and per matrix), GB/s, IQR, share of the copy ceilings, regime."""
+    keys = COALESCING_KEYS
     ok = samples[samples.status == "ok"]
-    keys = ["pattern", "n", "stride", "offset"]
     g = ok.groupby(keys)
     out = g.agg(
         median_ms=("ms", "median"),
@@ -254,12 +257,28 @@ def coalescing_summary(samples: pd.DataFrame, copy_gbs: float) -> pd.DataFrame:
         q25_gbs=("gbs", lambda x: x.quantile(0.25)),
         q75_gbs=("gbs", lambda x: x.quantile(0.75)),
         bytes=("bytes", "first"),
+        threads=("threads", "first"),
+        working_set_bytes=("working_set_bytes", "first"),
+        batch=("batch", "first"),
     ).reset_index()
+    out["ms_per_matrix"] = out.median_ms / out.copies
+    out["working_set_over_l2"] = out.working_set_bytes / l2_bytes if l2_bytes else math.nan
     kernel_copy = out[(out.pattern == "strided") & (out.stride == 1) & (out.offset == 0)].median_gbs
-    out["share_of_device_copy"] = out.median_gbs / copy_gbs if copy_gbs else float("nan")
-    out["share_of_copy_kernel"] = out.median_gbs / kernel_copy.iloc[0] if len(kernel_copy) else float("nan")
+    out["share_of_device_copy"] = out.median_gbs / copy_gbs if copy_gbs else math.nan
+    out["share_of_copy_kernel"] = out.median_gbs / kernel_copy.iloc[0] if len(kernel_copy) else math.nan
     failed = samples[samples.status != "ok"].drop_duplicates(keys)[[*keys, "status", "reason"]]
     return pd.concat([out.assign(status="ok", reason=""), failed], ignore_index=True)
+
+
+def rows_over_cols(summary: pd.DataFrame) -> pd.DataFrame:
+    """Seed 000's Table 2 ratio, per size and regime: time reading rows (uncoalesced) over columns (coalesced)."""
+    rc = summary[summary.pattern.isin(["rows", "cols"]) & (summary.status == "ok")]
+    if rc.empty:
+        return pd.DataFrame(columns=["regime", "n", "rows_ms", "cols_ms", "ratio"])
+    wide = rc.pivot_table(index=["regime", "n"], columns="pattern", values="ms_per_matrix").reset_index()
+    wide = wide.rename(columns={"rows": "rows_ms", "cols": "cols_ms"})
+    wide["ratio"] = wide.rows_ms / wide.cols_ms
+    return wide[["regime", "n", "rows_ms", "cols_ms", "ratio"]]
 
 
 def sectors_per_request(profile: pd.DataFrame) -> pd.DataFrame:
@@ -267,8 +286,121 @@ def sectors_per_request(profile: pd.DataFrame) -> pd.DataFrame:
     req, sec = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
     if "metric" not in profile or profile.empty:
         return pd.DataFrame(columns=["launch", "sectors_per_request"])
-    keys = [c for c in ("launch", "pattern", "n", "stride", "offset") if c in profile]
+    keys = [c for c in ("launch", *COALESCING_KEYS) if c in profile]
     wide = profile[profile.metric.isin([req, sec])].pivot_table(index=keys, columns="metric", values="value")
     if not {req, sec} <= set(wide.columns):
         return pd.DataFrame(columns=[*keys, "sectors_per_request"])
     return (wide[sec] / wide[req]).rename("sectors_per_request").reset_index()
+
+
+def profile_summary(profiles: pd.DataFrame, l2_bytes: float, resources: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per variant and profiled size: the regime and the derived counters the pages cite.
+
+    - regime: ``dram`` when A, B and C (3·4·n² bytes) are at least 3× the L2,
+      ``cached`` when they fit in half of it (:func:`gpumm.profile.regime`);
+    - sectors per request of the global loads (4 = a warp's 32 floats in one
+      128-byte line);
+    - DRAM bytes (read + written) over the minimum 3·4·n² (each matrix moved
+      once): re-reads the caches did not absorb;
+    - FLOPs per DRAM byte: 2n³ over the DRAM bytes (S2-CGMA, measured).
+    """
+    from gpumm.profile import regime
+
+    cols = [
+        "variant",
+        "size",
+        "regime",
+        "working_set_over_l2",
+        "kernel",
+        "sectors_per_request",
+        "dram_bytes",
+        "dram_over_minimum",
+        "flop_per_dram_byte",
+        "bank_conflicts",
+        "achieved_occupancy_pct",
+        "duration_ms",
+    ]
+    ok = profiles[profiles.status == "ok"] if "status" in profiles else profiles.iloc[0:0]
+    if ok.empty:
+        return pd.DataFrame(columns=cols)
+    wide = ok.pivot_table(index=["variant", "M"], columns="metric", values="value", aggfunc="first")
+    kernels = ok.drop_duplicates(["variant", "M"]).set_index(["variant", "M"])["kernel"]
+    rows = []
+    for (variant, n), r in wide.iterrows():
+        n = int(n)
+        get = r.get
+        dram = get("dram__bytes_read.sum", math.nan) + get("dram__bytes_write.sum", math.nan)
+        req = get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", math.nan)
+        conflicts = get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 0.0) + get(
+            "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", 0.0
+        )
+        rows.append(
+            {
+                "variant": variant,
+                "size": n,
+                "regime": regime(n, l2_bytes),
+                "working_set_over_l2": 12 * n * n / l2_bytes if l2_bytes else math.nan,
+                "kernel": kernels.get((variant, r.name[1]), ""),
+                "sectors_per_request": get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", math.nan) / req
+                if req
+                else math.nan,
+                "dram_bytes": dram,
+                "dram_over_minimum": dram / (12 * n * n),
+                "flop_per_dram_byte": 2 * n**3 / dram if dram else math.nan,
+                "bank_conflicts": conflicts,
+                "achieved_occupancy_pct": get("sm__warps_active.avg.pct_of_peak_sustained_active", math.nan),
+                "duration_ms": get("gpu__time_duration.sum", math.nan) / 1e6,
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def overhead_summary(samples: pd.DataFrame) -> pd.DataFrame:
+    """Median and interquartile range, in µs per launch, of each (what, method) of the overhead study."""
+    cols = ["what", "method", "batch", "median_us", "q25_us", "q75_us"]
+    if "what" not in samples or samples.empty:
+        return pd.DataFrame(columns=cols)
+    g = samples.groupby(["what", "method"], sort=False)
+    out = g.agg(
+        batch=("batch", "first"),
+        median_us=("ms", lambda x: 1e3 * x.median()),
+        q25_us=("ms", lambda x: 1e3 * x.quantile(0.25)),
+        q75_us=("ms", lambda x: 1e3 * x.quantile(0.75)),
+    ).reset_index()
+    return out[cols]
+
+
+def launch_floor_ms(overhead: pd.DataFrame, method: str = "graph") -> float:
+    """Per-launch time of an empty kernel by ``method``: no kernel timed that way can look faster."""
+    if overhead.empty or "what" not in overhead:
+        return math.nan
+    r = overhead[(overhead.what == "empty kernel") & (overhead.method == method)]
+    return float(r.median_us.iloc[0]) / 1e3 if len(r) else math.nan
+
+
+def cpu_crossover(summary: pd.DataFrame, gpu_variants: list[str], cpu_variants: list[str]) -> pd.DataFrame:
+    """For each GPU variant (end to end) against each CPU variant: the smallest square size from which the
+    GPU is faster at every larger size compared."""
+    cols = ["gpu_variant", "cpu_variant", "gpu_faster_from", "sizes_compared"]
+    s = summary[
+        (summary.timed == "end_to_end") & (summary.M == summary.N) & (summary.N == summary.K) & (summary.status == "ok")
+    ]
+    s = s[s.memory_mode.isin(["device", "host"])]
+    ms = s.pivot_table(index="M", columns="variant", values="median_ms")
+    rows = []
+    for g in [v for v in gpu_variants if v in ms]:
+        for c in [v for v in cpu_variants if v in ms]:
+            both = ms[[g, c]].dropna().sort_index()
+            if both.empty:
+                continue
+            faster = (both[g] < both[c]).to_numpy()
+            start = next((i for i in range(len(faster)) if faster[i:].all()), None)
+            rows.append(
+                {
+                    "gpu_variant": g,
+                    "cpu_variant": c,
+                    "gpu_faster_from": int(both.index[start]) if start is not None else math.nan,
+                    "sizes_compared": f"{int(both.index.min())}–{int(both.index.max())}",
+                }
+            )
+    return pd.DataFrame(rows, columns=cols)

@@ -1,4 +1,6 @@
-"""Build one CUDA variant with nvcc: .cubin, .ptx and the parsed resource report."""
+"""Build one variant: a CUDA kernel with nvcc (.cubin, .ptx, SASS and the parsed
+resource report), or a host C function with the system C compiler (a shared
+object loaded through ctypes)."""
 
 import json
 import shutil
@@ -9,6 +11,8 @@ from gpumm import loops, ptxas
 from gpumm.catalog import Variant
 
 NVCC_FLAGS = ("-O3", "-lineinfo", "-std=c++17")
+# the CPU baseline: optimised, but no -ffast-math (the sum keeps its order) and no -march (portable code)
+CC_FLAGS = ("-O2", "-shared", "-fPIC", "-std=c11")
 
 
 class BuildError(RuntimeError):
@@ -90,3 +94,28 @@ def build_file(source: Path, entries: list[str], arch: str, out_dir: Path) -> li
     report = [ptxas.parse(log, e) for e in entries]
     _finish(out_dir, report)
     return report
+
+
+def cc() -> str:
+    path = shutil.which("cc") or shutil.which("gcc")
+    if not path:
+        raise BuildError(
+            "no C compiler (cc or gcc) on PATH: install one (e.g. apt install gcc) to build the CPU baseline"
+        )
+    return path
+
+
+def build_host(variant: Variant, out_dir: Path) -> dict:
+    """Compile a CPU variant's C file into out_dir/libkernel.so (written whole or not at all)."""
+    if not (variant.kind == "cpu" and variant.is_built):
+        raise BuildError(f"{variant.id} has no C source to build")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / "libkernel.so.tmp"
+    cmd = [cc(), *CC_FLAGS, "-o", str(tmp), str(variant.source)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    (out_dir / "cc.log").write_text(" ".join(cmd) + "\n" + proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        raise BuildError(f"the C compiler failed for {variant.id}:\n{proc.stderr.strip()}")
+    version = subprocess.run([cc(), "--version"], capture_output=True, text=True, check=False).stdout.splitlines()
+    tmp.replace(out_dir / "libkernel.so")
+    return {"variant": variant.id, "compiler": version[0] if version else "", "flags": " ".join(CC_FLAGS)}

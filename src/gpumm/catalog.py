@@ -6,6 +6,7 @@ named ``<family>_<param><value>`` (``tiled_tile16``); a family without params
 is one variant named like the family.
 """
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -19,6 +20,7 @@ import yaml
 from gpumm import expr, paths
 
 MAX_THREADS_PER_BLOCK = 1024
+LAUNCH_CODE = Path(__file__).with_name("launch.py")  # how every variant is launched: part of its digest
 
 
 class CatalogError(ValueError):
@@ -46,6 +48,7 @@ class Variant:
     prepare: tuple[str, tuple[str, str], tuple[str, str]] | None = None  # entry, block, grid
     max_size: int | None = None
     rung_below: str | None = None
+    threads: int | None = None  # cpu blas: BLAS threads (None: every core)
 
     @property
     def is_cuda(self) -> bool:
@@ -54,6 +57,18 @@ class Variant:
     @property
     def on_gpu(self) -> bool:
         return self.kind in ("cuda", "cublas")
+
+    @property
+    def is_built(self) -> bool:
+        """A variant with a source file to compile: a CUDA kernel, or a C function for the host."""
+        return self.file is not None
+
+    @property
+    def binary_name(self) -> str | None:
+        """The file its build writes and its measurement loads."""
+        if self.is_cuda:
+            return "kernel.cubin"
+        return "libkernel.so" if self.is_built else None
 
     @property
     def source(self) -> Path | None:
@@ -92,11 +107,20 @@ class Variant:
         return (float(expr.evaluate(self.flops, names)), float(expr.evaluate(self.bytes, names)))
 
     def digest(self) -> str:
-        """Digest of what decides this variant's code: source bytes, defines, entry."""
+        """Digest of everything that decides what this variant runs.
+
+        Its catalog entry as expanded (kind, entry, defines, flags, launch
+        geometry, preparation, threads, work model), the bytes of its source
+        and of every file it includes, and the launch code (``launch.py``,
+        which defines cuBLAS and the CPU baselines entirely): a change to any
+        of them marks an archived measurement stale.
+        """
         h = hashlib.sha256()
-        h.update(json.dumps([self.kind, self.entry, list(self.defines), list(self.nvcc_flags)]).encode())
+        entry = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("label", "studies", "rung_below")}
+        h.update(json.dumps(entry, sort_keys=True, default=list).encode())
         for f in self.inputs():
             h.update(f.read_bytes())
+        h.update(LAUNCH_CODE.read_bytes())
         return h.hexdigest()[:16]
 
 
@@ -133,11 +157,12 @@ def _check_family(name: str, fam: dict, families: dict) -> None:
     below = fam.get("rung_below")
     if below is not None and below not in families:
         raise CatalogError(f"catalog: {name}.rung_below: no family {below!r}")
+    if fam["kind"] == "cuda" or fam.get("file"):
+        for f in (fam["file"], *fam.get("includes", [])):
+            if not (paths.KERNELS / f).is_file():
+                raise CatalogError(f"catalog: {name}: kernel file {paths.KERNELS / f} does not exist")
     if fam["kind"] != "cuda":
         return
-    for f in (fam["file"], *fam.get("includes", [])):
-        if not (paths.KERNELS / f).is_file():
-            raise CatalogError(f"catalog: {name}: kernel file {paths.KERNELS / f} does not exist")
     params = fam.get("params", {})
     allowed = {"M", "N", "K", *params, *fam.get("defines", {})}
     for flag in fam.get("nvcc_flags", []):
@@ -211,6 +236,7 @@ def expand(selection: dict[str, dict[str, list[int]]], families: dict | None = N
                 prepare=(prep["entry"], tuple(prep["block"]), tuple(prep["grid"])) if prep else None,
                 max_size=fam.get("max_size"),
                 rung_below=fam.get("rung_below"),
+                threads=fam.get("threads"),
             )
             if variant.is_cuda:
                 threads = variant.block_dims()[0] * variant.block_dims()[1]

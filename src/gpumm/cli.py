@@ -22,7 +22,12 @@ def _shapes(text: str) -> list[list[int]]:
 def cmd_build(a):
     from gpumm import build
 
-    report = build.build(catalog.from_id(a.variant), a.arch, Path(a.out_dir))
+    v = catalog.from_id(a.variant)
+    if v.kind == "cpu":
+        report = build.build_host(v, Path(a.out_dir))
+        print(f"built {a.variant} with {report['compiler']} ({report['flags']})")
+        return
+    report = build.build(v, a.arch, Path(a.out_dir))
     print(
         f"built {a.variant} for {a.arch}: {report['registers']} registers, {report['smem_bytes']} B shared, "
         f"{report['spill_store_bytes']} B spill stores"
@@ -46,7 +51,7 @@ def cmd_measure(a):
         end_to_end_max_size=a.end_to_end_max_size,
     )
     started = time.time()
-    df = measure.run(v, Path(a.cubin) if a.cubin else None, plan)
+    df = measure.run(v, Path(a.binary) if a.binary else None, plan)
     measure.write(df, measure.meta_for(v, plan, started, df), Path(a.out_dir))
     shapes = df.drop_duplicates(["M", "N", "K", "memory_mode"])
     print(f"{a.variant}: " + ", ".join(f"{s} {n}" for s, n in shapes["status"].value_counts().items()))
@@ -59,36 +64,42 @@ def cmd_profile(a):
     from gpumm import profile
 
     v = catalog.from_id(a.variant)
+    sizes = _ints(a.sizes)
     if a.disabled:
-        profile.missing(v, a.size, "profiling disabled in the config (profile.enabled: false)", Path(a.out_dir))
+        profile.missing(v, max(sizes), "profiling disabled in the config (profile.enabled: false)", Path(a.out_dir))
         return
     if not v.on_gpu:
-        profile.missing(v, a.size, "a CPU variant: no GPU kernel to profile", Path(a.out_dir))
+        profile.missing(v, max(sizes), "a CPU variant: no GPU kernel to profile", Path(a.out_dir))
         return
-    df = profile.run(v, Path(a.cubin) if a.cubin else None, a.size, a.seed, a.metrics.split(","), Path(a.out_dir))
-    print(f"profile {a.variant}: {df['status'].iloc[0]} ({len(df)} rows)")
+    binary = Path(a.binary) if a.binary else None
+    df = profile.run(v, binary, sizes, a.seed, a.metrics.split(","), Path(a.out_dir))
+    print(f"profile {a.variant} at {sizes}: {df['status'].iloc[0]} ({len(df)} rows)")
 
 
 def cmd_profile_target(a):
-    """Exactly one launch of a variant, for ncu to catch (no verification, no other kernels)."""
+    """One product of a variant at each size, smallest first, for ncu to catch (no verification)."""
+    import cupy
+
     from gpumm import measure, memory
     from gpumm.launch import Launcher
 
     v = catalog.from_id(a.variant)
     mode = memory.get("device")
-    A_host, B_host = measure.inputs(a.seed, a.size, a.size, a.size)
-    A, B, C = mode.place(A_host), mode.place(B_host), mode.empty((a.size, a.size))
-    Launcher(v, Path(a.cubin) if a.cubin else None).bind(A, B, C)()
-    import cupy
-
-    cupy.cuda.Device().synchronize()
+    launcher = Launcher(v, Path(a.binary) if a.binary else None)
+    for n in sorted(_ints(a.sizes)):
+        A_host, B_host = measure.inputs(a.seed, n, n, n)
+        A, B, C = mode.place(A_host), mode.place(B_host), mode.empty((n, n))
+        launcher.bind(A, B, C)()
+        cupy.cuda.Device().synchronize()
+        del A, B, C
 
 
 def cmd_provenance(a):
     from gpumm import provenance
 
     digests = {vid: catalog.from_id(vid).digest() for vid in a.variants.split(",")}
-    provenance.write(provenance.collect(a.config_digest, digests, a.why), Path(a.out))
+    config = json.loads(a.config) if a.config else None
+    provenance.write(provenance.collect(a.config_digest, digests, a.why, config), Path(a.out))
 
 
 def _archive(path: str) -> Path:
@@ -114,7 +125,16 @@ def cmd_replay_provenance(a):
     from gpumm import replay
 
     current = {vid: catalog.from_id(vid).digest() for vid in a.variants.split(",")}
-    replay.provenance(_archive(a.archive), a.why, current)
+    config = json.loads(a.config) if a.config else None
+    prov = replay.provenance(_archive(a.archive), a.why, current, current_config=config, config_digest=a.config_digest)
+    differs = prov["data_source"].get("config_differs")
+    if differs:
+        print(
+            "gpumm: the archived run was made with another configuration: "
+            + "; ".join(differs)
+            + ". The report shows the archived run's settings, not these.",
+            file=sys.stderr,
+        )
 
 
 def cmd_collect(a):
@@ -180,6 +200,15 @@ def cmd_coalescing_target(a):
     coalescing.profile_target(Path(a.cubin), _coalescing_plan(a))
 
 
+def cmd_overhead(a):
+    from gpumm import overhead
+
+    df = overhead.run(Path(a.cubin), a.warmups, a.repeats)
+    files.write_csv(df, Path(a.out_dir) / "samples.csv")
+    med = df.groupby(["what", "method"]).ms.median() * 1e3
+    print("launch overhead, µs per launch (median):\n" + med.round(2).to_string())
+
+
 def cmd_profile_coalescing(a):
     from gpumm import coalescing, profile
 
@@ -196,13 +225,15 @@ def cmd_profile_coalescing(a):
         "--seed",
         str(a.seed),
     ]
-    configs = coalescing.configurations(plan)
+    dev = coalescing.device()
+    configs = [c for c in coalescing.configurations(plan, dev) if coalescing.fits(c, dev)]
     df = profile.run_target(
-        target, "regex:read_", len(configs), a.metrics.split(","), Path(a.out_dir), {"variant": "access_patterns"}
+        target, "regex:read_|copy4", len(configs), a.metrics.split(","), Path(a.out_dir), {"variant": "access_patterns"}
     )
     if (df.status == "ok").all():  # ncu numbers the launches 0, 1, ... in the target's order
-        labels = pd.DataFrame(configs).assign(launch=range(len(configs)))
-        df = df.drop(columns=["pattern", "n", "stride", "offset"], errors="ignore")
+        keys = ["pattern", "regime", "n", "copies", "stride", "offset"]
+        labels = pd.DataFrame(configs)[keys].assign(launch=range(len(configs)))
+        df = df.drop(columns=keys, errors="ignore")
         df = df.assign(launch=df.launch.astype(int)).merge(labels, on="launch", how="left")
         files.write_csv(df, Path(a.out_dir) / "profile.csv")
     print(f"profile access patterns: {df.status.iloc[0]} ({len(df)} rows)")
@@ -241,7 +272,7 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("measure", help="verify and time one variant")
     s.add_argument("--variant", required=True)
-    s.add_argument("--cubin")
+    s.add_argument("--binary", help="the built kernel (kernel.cubin, or libkernel.so for a compiled CPU baseline)")
     s.add_argument("--sizes", required=True, help="comma-separated square sizes")
     s.add_argument("--shapes", default="", help="comma-separated MxNxK")
     s.add_argument("--modes", default="device")
@@ -250,32 +281,33 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--budget", type=float, default=20.0)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--cpu-max-mnk", type=int, default=128**3)
-    s.add_argument("--cpu-repeats", type=int, default=5)
-    s.add_argument("--cold-repeats", type=int, default=5)
+    s.add_argument("--cpu-repeats", type=int, default=10)
+    s.add_argument("--cold-repeats", type=int, default=10)
     s.add_argument("--end-to-end-max-size", type=int, default=2048)
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_measure)
 
-    s = sub.add_parser("profile", help="Nsight Compute on one launch of one variant")
+    s = sub.add_parser("profile", help="Nsight Compute on one product of one variant at each size")
     s.add_argument("--variant", required=True)
-    s.add_argument("--cubin")
-    s.add_argument("--size", type=int, required=True)
+    s.add_argument("--binary")
+    s.add_argument("--sizes", required=True, help="comma-separated square sizes")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--metrics", default="gpu__time_duration.sum")
     s.add_argument("--disabled", action="store_true")
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_profile)
 
-    s = sub.add_parser("profile-target", help="one launch, for ncu")
+    s = sub.add_parser("profile-target", help="one product at each size, for ncu")
     s.add_argument("--variant", required=True)
-    s.add_argument("--cubin")
-    s.add_argument("--size", type=int, required=True)
+    s.add_argument("--binary")
+    s.add_argument("--sizes", required=True)
     s.add_argument("--seed", type=int, default=0)
     s.set_defaults(fn=cmd_profile_target)
 
     s = sub.add_parser("provenance", help="record where this run measures")
     s.add_argument("--variants", required=True)
     s.add_argument("--config-digest", required=True)
+    s.add_argument("--config", default="", help="the effective configuration, as JSON")
     s.add_argument("--why", default="")
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_provenance)
@@ -290,6 +322,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--archive", required=True)
     s.add_argument("--variants", required=True)
     s.add_argument("--why", default="")
+    s.add_argument("--config", default="", help="this run's effective configuration, as JSON")
+    s.add_argument("--config-digest", default="")
     s.set_defaults(fn=cmd_replay_provenance)
 
     s = sub.add_parser("collect", help="tidy tables for the notebooks")
@@ -330,8 +364,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_bandwidth)
 
-    s = sub.add_parser("replay-study", help="copy an archived study (coalescing, bandwidth)")
-    s.add_argument("--study", choices=["coalescing", "bandwidth"], required=True)
+    s = sub.add_parser("overhead", help="the launch-overhead floor of each timing method (an empty kernel)")
+    s.add_argument("--cubin", required=True)
+    s.add_argument("--warmups", type=int, default=3)
+    s.add_argument("--repeats", type=int, default=20)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_overhead)
+
+    s = sub.add_parser("replay-study", help="copy an archived study (coalescing, bandwidth, overhead)")
+    s.add_argument("--study", choices=["coalescing", "bandwidth", "overhead"], required=True)
     s.add_argument("--archive", required=True)
     s.set_defaults(fn=cmd_replay_study)
 

@@ -106,6 +106,15 @@ def modes_for(variant_id: str, config: dict) -> list[str]:
     return chosen if "device" in chosen else ["device", *chosen]
 
 
+# Keys that decide how the report is made, not what is measured: left out of the digest.
+NOT_MEASURED_KEYS = ("mode", "replay_from")
+
+
+def measured(config: dict) -> dict:
+    """The effective config without the keys that do not change the measurements."""
+    return {k: v for k, v in config.items() if k not in NOT_MEASURED_KEYS}
+
+
 def digest(config: dict) -> str:
-    """A stable digest of the effective config (after defaults)."""
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+    """A stable digest of the effective config (after defaults), without mode and replay_from."""
+    return hashlib.sha256(json.dumps(measured(config), sort_keys=True).encode()).hexdigest()[:16]

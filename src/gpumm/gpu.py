@@ -5,6 +5,7 @@ initialises CUDA, and so that a broken driver cannot take it down.
 """
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ if n < 1:
     print(json.dumps({"ok": False, "reason": "no CUDA device"})); raise SystemExit
 p = cupy.cuda.runtime.getDeviceProperties(0)
 name = p["name"].decode() if isinstance(p["name"], bytes) else p["name"]
-print(json.dumps({"ok": True, "reason": "", "name": name, "arch": "sm_%d%d" % (p["major"], p["minor"])}))
+print(json.dumps({"ok": True, "reason": "", "name": name, "arch": "sm_%d%d" % (p["major"], p["minor"]),
+                  "l2_bytes": int(p["l2CacheSize"]), "devices": n}))
 """
 
 DEFAULT_ARCH = "sm_90"
@@ -35,10 +37,23 @@ class Probe:
     reason: str
     name: str = ""
     arch: str = ""
+    l2_bytes: int = 0
+    devices: int = 0
+
+
+FAKE_ENV = "GPUMM_FAKE_GPU"  # JSON of a Probe: plan a measure-mode run with no GPU (dry runs in the tests)
 
 
 def probe(timeout: float = 120) -> Probe:
-    """Look for a usable CUDA device through CuPy, in a child process."""
+    """Look for a usable CUDA device through CuPy, in a child process.
+
+    With the environment variable GPUMM_FAKE_GPU set to a probe's JSON (for
+    example ``{"ok": true, "reason": "", "name": "fake", "arch": "sm_90",
+    "l2_bytes": 52428800}``) no device is looked for: only for planning a
+    measure-mode run (``snakemake -n``) on a machine without a GPU.
+    """
+    if os.environ.get(FAKE_ENV):
+        return Probe(**json.loads(os.environ[FAKE_ENV]))
     try:
         out = subprocess.run(
             [sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=timeout, check=False
@@ -56,6 +71,7 @@ class Decision:
     mode: str  # measure | replay
     arch: str
     why: str
+    l2_bytes: int = 0  # the GPU's L2 (measure mode), for the profile's sizes
 
 
 def decide(mode: str, gpu_arch: str, probe_fn=probe) -> Decision:
@@ -73,4 +89,30 @@ def decide(mode: str, gpu_arch: str, probe_fn=probe) -> Decision:
         arch = DEFAULT_ARCH if gpu_arch == "auto" else gpu_arch
         return Decision("replay", arch, f"mode: auto chose replay: no usable CUDA GPU ({found.reason})")
     arch = found.arch if gpu_arch == "auto" else gpu_arch
-    return Decision("measure", arch, f"mode: {mode} chose measure on {found.name} ({found.arch})")
+    return Decision("measure", arch, f"mode: {mode} chose measure on {found.name} ({found.arch})", found.l2_bytes)
+
+
+def parallel_problem(mode: str, resources: dict, cores: int | None) -> str | None:
+    """Why this run could put two GPU jobs on one GPU at once, or None.
+
+    Every GPU job declares ``resources: gpu=1``; the workflow's default profile
+    limits the run to ``gpu: 1``. Without that limit (``--workflow-profile
+    none``) and with more than one core, Snakemake would start several GPU jobs
+    together and each would time the others' work. Several GPUs are not used
+    yet: a limit above 1 would run jobs side by side on GPU 0.
+    """
+    if mode != "measure":
+        return None
+    limit = resources.get("gpu")
+    if limit is None and (cores or 1) > 1:
+        return (
+            "GPU jobs could run at the same time and corrupt each other's timings: the run has no 'gpu' resource "
+            "limit (the workflow's default profile, workflow/profiles/default, sets it; it is skipped with "
+            "--workflow-profile none). Add --resources gpu=1, or run with --cores 1."
+        )
+    if limit is not None and limit > 1:
+        return (
+            f"--resources gpu={limit}: this workflow runs every GPU job on GPU 0, so more than one would share it "
+            "and corrupt each other's timings. Use gpu=1."
+        )
+    return None

@@ -1,10 +1,14 @@
 """Turn a catalog variant into callables that compute C = A B.
 
 The catalog says what to launch (entry point, block and grid expressions, an
-optional preparation kernel); this module holds only the launch. GPU variants
-take device-visible CuPy arrays from a memory mode, CPU variants NumPy arrays.
+optional preparation kernel, a compiled host function, a thread count); this
+module holds only the launch. GPU variants take device-visible CuPy arrays
+from a memory mode, CPU variants NumPy arrays. The digest of every variant
+covers this file (:meth:`gpumm.catalog.Variant.digest`): cuBLAS and the CPU
+baselines are defined here entirely.
 """
 
+import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,68 +20,106 @@ from gpumm.catalog import Variant
 
 @dataclass
 class Bound:
-    """A product bound to its arrays: ``run`` is the timed product, ``prepare``
-    the step before it (B into B^T) when the variant has one. Calling the
-    object does both: C is then A B."""
+    """A product bound to its arrays.
 
-    run: Callable[[], None]
+    Calling the object computes C = A B: the preparation step first where
+    there is one (B into B^T), then the multiply. ``prepare`` and ``multiply``
+    are the two steps on their own, for timing them apart.
+    """
+
+    multiply: Callable[[], None]
     prepare: Callable[[], None] | None = None
+    library: str = ""  # what computes it, where that is not a kernel of ours (e.g. cuBLAS 13.0 through ctypes)
 
     def __call__(self) -> None:
         if self.prepare is not None:
             self.prepare()
-        self.run()
+        self.multiply()
 
 
 class Launcher:
-    """Loads a variant's cubin once; ``bind`` makes a product for given arrays."""
+    """Loads a variant's binary once (cubin or shared object); ``bind`` makes a product for given arrays."""
 
-    def __init__(self, variant: Variant, cubin: Path | None = None):
+    def __init__(self, variant: Variant, binary: Path | None = None):
         self.variant = variant
-        self.cubin = cubin
-        self._fn = self._prep = None
+        self.binary = binary
+        self._fn = self._prep = self._host = None
+        self._sgemm = {}
+        if variant.is_cuda or (variant.kind == "cpu" and variant.file):
+            if binary is None or not Path(binary).is_file():
+                raise FileNotFoundError(f"{variant.id}: built binary {binary} not found; build it first")
         if variant.is_cuda:
             import cupy
 
-            if cubin is None or not Path(cubin).is_file():
-                raise FileNotFoundError(f"{variant.id}: cubin {cubin} not found; build it first")
-            module = cupy.RawModule(path=str(cubin))
+            module = cupy.RawModule(path=str(binary))
             self._fn = module.get_function(variant.entry)
             if variant.prepare:
                 self._prep = module.get_function(variant.prepare[0])
+        elif variant.kind == "cpu" and variant.file:
+            lib = ctypes.CDLL(str(Path(binary).resolve()))
+            self._host = getattr(lib, variant.entry)
+            self._host.restype = None
+            ptr = ctypes.POINTER(ctypes.c_float)
+            self._host.argtypes = [ptr, ptr, ptr, ctypes.c_int, ctypes.c_int, ctypes.c_int]
 
-    def bind(self, A, B, C) -> Bound:
-        """The product of A (M x K) and B (K x N) into C."""
+    def bind(self, A, B, C, scratch: Callable | None = None) -> Bound:
+        """The product of A (M x K) and B (K x N) into C.
+
+        ``scratch(shape)`` allocates the intermediate (B^T) where the variant
+        has a preparation step: pass the memory mode's ``empty`` so that every
+        array the product touches lives in that mode.
+        """
         M, K = A.shape
         N = B.shape[1]
         kind = self.variant.kind
         if kind == "cpu":
-            return Bound(_cpu(self.variant.entry, A, B, C))
+            return Bound(self._cpu(A, B, C))
         if kind == "cublas":
-            import cupy
-
-            return Bound(lambda: cupy.matmul(A, B, out=C))
+            return self._cublas(A, B, C)
         grid, block = self.variant.grid_dims(M, N, K), self.variant.block_dims()
         fn, ints = self._fn, (np.int32(M), np.int32(N), np.int32(K))
         if self._prep is None:
             args = (A, B, C, *ints)
             return Bound(lambda: fn(grid, block, args))
-        import cupy
+        if scratch is None:
+            import cupy
 
-        BT = cupy.empty((N, K), dtype=B.dtype)  # scratch on the device, whatever the mode of A, B, C
+            scratch = cupy.empty
+        BT = scratch((N, K))
         pgrid, pblock = self.variant.prepare_dims(M, N, K)
         prep, pargs, args = self._prep, (B, BT, np.int32(K), np.int32(N)), (A, BT, C, *ints)
         return Bound(lambda: fn(grid, block, args), lambda: prep(pgrid, pblock, pargs))
 
+    def _cublas(self, A, B, C) -> Bound:
+        """cublasSgemm on the current stream, through a handle of our own (capturable in a CUDA graph)."""
+        import cupy
 
-def _cpu(entry: str, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> Callable[[], None]:
-    if entry == "blas":
-        return lambda: np.matmul(A, B, out=C)
+        from gpumm import cublas
 
-    def rows():
-        # one row of C at a time: (A[i, k] * B[k, :]) summed over k, vectorised along the row;
-        # NumPy runs these element-wise operations on one thread
-        for i in range(A.shape[0]):
-            np.sum(A[i, :, None] * B, axis=0, out=C[i])
+        stream = cupy.cuda.get_current_stream().ptr
+        try:
+            if stream not in self._sgemm:
+                self._sgemm[stream] = cublas.Sgemm(stream)
+            sgemm = self._sgemm[stream]
+        except (cublas.CublasError, OSError, AttributeError) as exc:  # no direct access: CuPy's matmul (not capturable)
+            return Bound(lambda: cupy.matmul(A, B, out=C), library=f"cupy.matmul ({exc})")
+        return Bound(lambda: sgemm.gemm(A, B, C), library=f"cublasSgemm_v2, cuBLAS {sgemm.version}")
 
-    return rows
+    def _cpu(self, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> Callable[[], None]:
+        v = self.variant
+        if v.entry == "blas":
+            if v.threads:
+                from threadpoolctl import threadpool_limits
+
+                # held for the rest of this process: one measurement job runs one variant
+                self._limits = threadpool_limits(limits=v.threads, user_api="blas")
+            return lambda: np.matmul(A, B, out=C)
+        M, K = A.shape
+        N = B.shape[1]
+        ptr = ctypes.POINTER(ctypes.c_float)
+        for a in (A, B, C):
+            if not (a.flags.c_contiguous and a.dtype == np.float32):
+                raise ValueError(f"{v.id}: arrays must be C-contiguous float32")
+        args = (A.ctypes.data_as(ptr), B.ctypes.data_as(ptr), C.ctypes.data_as(ptr), M, N, K)
+        host = self._host
+        return lambda: host(*args)

@@ -1,12 +1,28 @@
 """Verify, then time, one variant at every configured shape and memory mode.
 
-For each shape (smallest work first): draw fresh random inputs from a seed
-derived from the run's seed and the shape, poison C with NaN, launch once,
-compare with a float64 reference; only a verified variant is timed. A shape
-whose predicted time (from the rate at the previous shape) exceeds the budget
-is skipped, and the skip is a row in the output with its reason.
+For each shape (smallest work first) and memory mode, before any timing:
+
+1. the exact check: inputs of small nonzero integers, C poisoned with NaN,
+   one product, which must equal the float64 reference bit for bit;
+2. the rounding check: fresh random inputs (uniform in [-1, 1)), C poisoned,
+   one product, within the rounding tolerance of the float64 reference
+   (:mod:`gpumm.verify` gives both rules and their reasons).
+
+Only a variant that passes both is timed, on the random inputs. Every array
+the product touches (A, B, C and the B^T of the variants that transpose B
+first) lives in the memory mode under test, and the product's time includes
+its preparation step, which is also timed on its own.
+
+GPU kernel times are batched (:mod:`gpumm.timing`): each sample is the
+per-launch time of a CUDA graph of back-to-back launches lasting at least
+2 ms, so short kernels are not timed at the host's launch rate. The GPU's
+clocks and temperature during each timed set are recorded (NVML,
+:mod:`gpumm.clocks`), and a set whose SM clock fell below the maximum is
+marked throttled. A shape whose predicted time exceeds the budget is skipped,
+and the skip is a row in the output with its reason.
 """
 
+import contextlib
 import json
 import time
 from dataclasses import dataclass
@@ -15,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpumm import memory, timing, verify
+from gpumm import clocks, memory, timing, verify
 from gpumm.catalog import Variant
 from gpumm.launch import Launcher
 
@@ -32,12 +48,17 @@ COLUMNS = [
     "repeat",
     "ms",
     "gflops",
+    "batch",
+    "method",
+    "exact_check",
     "max_rel_err",
     "tolerance",
     "reference",
     "verified",
     "status",
     "reason",
+    *clocks.FIELDS,
+    "library",
 ]
 
 
@@ -50,17 +71,14 @@ class Plan:
     budget_s: float
     seed: int
     cpu_max_mnk: int
-    cpu_repeats: int = 5  # CPU variants: one warm-up, then this many timed calls
-    cold_repeats: int = 5  # managed modes: cold runs, each after the host wrote the inputs again
+    cpu_repeats: int = 10  # CPU variants: one warm-up, then this many timed calls
+    cold_repeats: int = 10  # managed modes: cold runs, each after the host wrote the inputs again
     end_to_end_max_size: int = 2048  # GPU variants are also timed end to end up to this size
 
 
 def inputs(seed: int, M: int, N: int, K: int) -> tuple[np.ndarray, np.ndarray]:
-    """Random A (M x K) and B (K x N), uniform in [-1, 1), float32; fresh per shape."""
-    rng = np.random.default_rng([seed, M, N, K])
-    A = rng.random((M, K), dtype=np.float32) * 2 - 1
-    B = rng.random((K, N), dtype=np.float32) * 2 - 1
-    return A, B
+    """Random A (M x K) and B (K x N), uniform in [-1, 1), float32; fresh per shape (the timed inputs)."""
+    return verify.random_inputs(seed, M, N, K)
 
 
 def shapes_from(sizes: list[int], extra: list[list[int]]) -> list[tuple[int, int, int]]:
@@ -69,11 +87,26 @@ def shapes_from(sizes: list[int], extra: list[list[int]]) -> list[tuple[int, int
     return sorted(shapes, key=lambda s: (s[0] * s[1] * s[2], s))
 
 
-def run(variant: Variant, cubin: Path | None, plan: Plan, progress: bool = True) -> pd.DataFrame:
+def _stream(variant: Variant):
+    """A non-default stream for GPU variants (graph capture needs one), nothing for the CPU ones."""
+    if not variant.on_gpu:
+        return contextlib.nullcontext()
+    import cupy
+
+    return cupy.cuda.Stream(non_blocking=True)
+
+
+def run(variant: Variant, binary: Path | None, plan: Plan, progress: bool = True) -> pd.DataFrame:
     """All rows (samples, failures, skips) for one variant."""
+    with _stream(variant):
+        return _run(variant, binary, plan, progress)
+
+
+def _run(variant: Variant, binary: Path | None, plan: Plan, progress: bool) -> pd.DataFrame:
     from tqdm import tqdm
 
-    launcher = Launcher(variant, cubin)
+    launcher = Launcher(variant, binary)
+    watch = clocks.Watch() if variant.on_gpu else None
     modes = plan.modes if variant.on_gpu else ["host"]
     rows: list[dict] = []
     work = [(m, s) for m in modes for s in plan.shapes]
@@ -116,7 +149,7 @@ def run(variant: Variant, cubin: Path | None, plan: Plan, progress: bool = True)
             )
         else:
             try:
-                new_rows, seconds = _one_shape(launcher, memory.get(mode_name), plan, base, M, N, K, flops)
+                new_rows, seconds = _one_shape(launcher, memory.get(mode_name), plan, base, flops, watch)
             except memory.Refused as exc:  # nothing was allocated: the next shapes may still fit
                 rows.append({**base, "status": "skipped", "reason": str(exc)})
                 continue
@@ -135,47 +168,113 @@ def _launches(variant: Variant, plan: Plan) -> int:
     return plan.warmups + plan.repeats if variant.on_gpu else 1 + plan.cpu_repeats
 
 
-def _one_shape(launcher, mode, plan, base, M, N, K, flops):
-    variant = launcher.variant
-    A_host, B_host = inputs(plan.seed, M, N, K)
+def _product(launcher: Launcher, mode, A_host, B_host):
+    """Place the inputs in the mode, poison C, bind the product: (A, B, C, product)."""
     A, B = mode.place(A_host), mode.place(B_host)
-    C = mode.empty((M, N))
+    C = mode.empty((A_host.shape[0], B_host.shape[1]))
     C.fill(np.nan)  # poison: an element the product never writes stays NaN
-    product = launcher.bind(A, B, C)
+    return A, B, C, launcher.bind(A, B, C, scratch=mode.empty)
+
+
+def _verify(launcher, mode, plan, M, N, K) -> tuple[verify.Check, verify.Check, tuple]:
+    """(exact check, rounding check, the random-input product to time)."""
+    variant = launcher.variant
+    seed = plan.seed
+    if K <= verify.EXACT_MAX_K:
+        A_e, B_e = verify.exact_inputs(seed, M, N, K)
+        _, _, C, product = _product(launcher, mode, A_e, B_e)
+        product()
+        _sync(variant)
+        ref, _, where = verify.reference(A_e, B_e, plan.cpu_max_mnk, absolute=False)
+        exact = verify.compare_exact(mode.fetch(C) if where == "cpu_f64" else C, ref, where)
+        del ref, C, product
+    else:
+        exact = verify.Check(True, 0.0, 0.0, "", f"not made: K > {verify.EXACT_MAX_K}", "exact")
+    if not exact.ok:
+        return exact, verify.Check(False, np.nan, verify.tolerance(K), "", "not made: the exact check failed"), ()
+    A_host, B_host = inputs(seed, M, N, K)
+    A, B, C, product = _product(launcher, mode, A_host, B_host)
     product()
     _sync(variant)
     ref, abs_ref, where = verify.reference(A_host, B_host, plan.cpu_max_mnk)
-    out = mode.fetch(C) if where == "cpu_f64" else C
-    check = verify.compare(out, ref, abs_ref, K, where)
-    del ref, abs_ref, out
-    common = dict(max_rel_err=check.max_rel_err, tolerance=check.tolerance, reference=where, verified=check.ok)
-    if not check.ok:
+    rounding = verify.compare(mode.fetch(C) if where == "cpu_f64" else C, ref, abs_ref, K, where)
+    return exact, rounding, (A, B, C, A_host, B_host, product)
+
+
+def _timed_set(watch, fn, *args) -> tuple[timing.Timed, dict]:
+    """Run a timing function while NVML watches the clocks."""
+    if watch is None:
+        return fn(*args), dict.fromkeys(clocks.FIELDS)
+    watch.start()
+    try:
+        result = fn(*args)
+    finally:
+        seen = watch.stop()
+    return result, seen
+
+
+def _batched(launch, warmups: int, repeats: int) -> timing.Timed:
+    """Calibrate the batch on one graph of a first guess, then take the samples."""
+    guess = timing.batch_size(timing.time_launches(launch, 0, 1)[0])
+    if guess > 1:  # the single launch included the host's launch latency: measure once in a graph
+        guess = timing.batch_size(timing.time_batched(launch, 0, 1, guess).samples[0])
+    return timing.time_batched(launch, warmups, repeats, guess)
+
+
+def _single(launch, warmups: int, repeats: int) -> timing.Timed:
+    return timing.Timed(timing.time_launches(launch, warmups, repeats), 1, "single")
+
+
+def _host(fn, warmups: int, repeats: int) -> timing.Timed:
+    return timing.Timed(timing.time_host(fn, warmups, repeats), 1, "host")
+
+
+def _one_shape(launcher, mode, plan, base, flops, watch):
+    variant = launcher.variant
+    M, N, K = base["M"], base["N"], base["K"]
+    exact, rounding, arrays = _verify(launcher, mode, plan, M, N, K)
+    check = exact if not exact.ok else rounding
+    common = dict(
+        exact_check="ok" if exact.ok and not exact.reason else ("not made" if exact.ok else "failed"),
+        max_rel_err=rounding.max_rel_err,
+        tolerance=rounding.tolerance,
+        reference=rounding.reference or exact.reference,
+        verified=exact.ok and rounding.ok,
+    )
+    if not (exact.ok and rounding.ok):
         return [{**base, **common, "status": "failed", "reason": check.reason}], 0.0
-    timer = timing.time_launches if variant.on_gpu else timing.time_host
-    warmups, repeats = (plan.warmups, plan.repeats) if variant.on_gpu else (1, plan.cpu_repeats)
-    # one timed run predicts the whole measurement; skip it if over budget
-    single = timer(product.run, 0, 1)[0] / 1e3
+    A, B, C, A_host, B_host, product = arrays
+    library = product.library
+    if variant.on_gpu:
+        timer, warmups, repeats = _batched, plan.warmups, plan.repeats
+    else:
+        timer, warmups, repeats = _host, 1, plan.cpu_repeats
+    # one run predicts the whole measurement; skip it if over budget
+    single = (timing.time_launches(product, 0, 1)[0] if variant.on_gpu else timing.time_host(product, 0, 1)[0]) / 1e3
     if single * (warmups + repeats) > plan.budget_s:
         reason = f"one run took {single:.2f} s: {warmups + repeats} runs > budget {plan.budget_s:g} s"
         return [{**base, **common, "status": "skipped", "reason": reason}], single
-    timed = {}
+    timed: dict[str, tuple[timing.Timed, dict]] = {}
     if "cold" in mode.info.timed:
         # cold: the host writes the inputs again (their pages go back to the host), then one timed run
         # (with the mode's prefetch inside the timing); warm: the runs after, pages resident
         def cold_run():
             mode.before_run([A, B])
-            product.run()
+            product()
 
-        timed["cold"] = []
+        samples, seen = [], []
         for _ in range(plan.cold_repeats):
             mode.write_on_host(A, A_host)
             mode.write_on_host(B, B_host)
-            timed["cold"] += timer(cold_run, 0, 1)
-        timed["warm"] = timer(product.run, warmups, repeats)
+            t, c = _timed_set(watch, _single, cold_run, 0, 1)
+            samples += t.samples
+            seen.append(c)
+        timed["cold"] = (timing.Timed(samples, 1, "single"), _merge_clocks(seen))
+        timed["warm"] = _timed_set(watch, timer, product, warmups, repeats)
     else:
-        timed[base["timed"]] = timer(product.run, warmups, repeats)
+        timed[base["timed"]] = _timed_set(watch, timer, product, warmups, repeats)
     if product.prepare is not None:
-        timed["prepare"] = timer(product.prepare, warmups, repeats)
+        timed["prepare"] = _timed_set(watch, timer, product.prepare, warmups, repeats)
     if "end_to_end" in mode.info.timed and variant.on_gpu and max(M, N, K) <= plan.end_to_end_max_size:
         C_host = np.empty((M, N), dtype=np.float32)
 
@@ -185,29 +284,53 @@ def _one_shape(launcher, mode, plan, base, M, N, K, flops):
             product()
             mode.download(C, C_host)
 
-        timed["end_to_end"] = timer(end_to_end, warmups, repeats)
+        timed["end_to_end"] = _timed_set(watch, _single, end_to_end, warmups, repeats)
     rows = []
-    for what, samples in timed.items():
+    for what, (t, seen) in timed.items():
         rows += [
             {
                 **base,
                 **common,
+                **seen,
                 "timed": what,
                 "repeat": i,
                 "ms": ms,
                 "gflops": flops / (ms * 1e-3) / 1e9 if what != "prepare" else np.nan,
+                "batch": t.batch,
+                "method": t.method,
                 "status": "ok",
                 "reason": "",
+                "library": library,
             }
-            for i, ms in enumerate(samples)
+            for i, ms in enumerate(t.samples)
         ]
-    return rows, float(np.median(timed.get(base["timed"]) or timed["warm"])) / 1e3
+    main = timed.get(base["timed"]) or timed["warm"]
+    return rows, float(np.median(main[0].samples)) / 1e3
+
+
+def _merge_clocks(seen: list[dict]) -> dict:
+    """One set of clock fields for several short timed runs (the cold runs)."""
+    have = [s for s in seen if s.get("sm_clock_mhz") is not None]
+    if not have:
+        return dict.fromkeys(clocks.FIELDS)
+    reasons = 0
+    for s in have:
+        reasons |= int(s["clock_reasons"], 16)
+    return {
+        "sm_clock_mhz": float(np.median([s["sm_clock_mhz"] for s in have])),
+        "sm_clock_min_mhz": min(s["sm_clock_min_mhz"] for s in have),
+        "mem_clock_mhz": float(np.median([s["mem_clock_mhz"] for s in have])),
+        "temperature_c": max(s["temperature_c"] for s in have),
+        "clock_reasons": hex(reasons),
+        "throttled": any(s["throttled"] for s in have),
+    }
 
 
 def _sync(variant: Variant) -> None:
     if variant.on_gpu:
         import cupy
 
+        cupy.cuda.get_current_stream().synchronize()
         cupy.cuda.Device().synchronize()
 
 
@@ -227,6 +350,18 @@ def write(df: pd.DataFrame, meta: dict, out_dir: Path) -> None:
     (out_dir / "meta.json.tmp").replace(out_dir / "meta.json")
 
 
+def device_identity() -> dict:
+    """Which GPU a measurement ran on: CUDA index, name and UUID (NVML), or nothing on the host."""
+    try:
+        import cupy
+
+        index = cupy.cuda.Device().id
+        watch = clocks.Watch(device_index=index)
+        return {"index": index, **watch.identity()}
+    except Exception:
+        return {}
+
+
 def meta_for(variant: Variant, plan: Plan, started: float, df: pd.DataFrame) -> dict:
     status = df.drop_duplicates(["M", "N", "K", "memory_mode"])["status"].value_counts().to_dict()
     return {
@@ -238,8 +373,16 @@ def meta_for(variant: Variant, plan: Plan, started: float, df: pd.DataFrame) -> 
         "seed": plan.seed,
         "warmups": plan.warmups,
         "repeats": plan.repeats,
+        "cpu_repeats": plan.cpu_repeats,
+        "cold_repeats": plan.cold_repeats,
         "budget_s": plan.budget_s,
-        "tolerance_rule": "2*K*2^-24 on |C-ref|/(|A||B|), float64 reference (see gpumm/verify.py)",
+        "batch_target_ms": timing.TARGET_MS,
+        "verification": (
+            f"exact: nonzero integers in [-4, 4], result equal to the float64 product bit for bit; "
+            f"rounding: uniform [-1, 1) inputs, |C-ref|/(|A||B|) <= {verify.ROUNDING_TOLERANCE_U}u "
+            "(see gpumm/verify.py)"
+        ),
+        "device": device_identity() if variant.on_gpu else {},
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "seconds": round(time.time() - started, 2),
         "shape_status": status,

@@ -28,7 +28,12 @@ TABLE_NAMES = (
     "coalescing",
     "coalescing_summary",
     "coalescing_profile",
+    "coalescing_ratio",
     "s1c2",
+    "overhead",
+    "verification",
+    "profile_summary",
+    "crossover",
 )
 
 # Relative to the working directory of a run (the Snakemake workdir).

@@ -1,11 +1,19 @@
-"""Profile one launch of a variant with Nsight Compute; never fail the pipeline.
+"""Profile a variant with Nsight Compute at the sizes the report explains; never fail the pipeline.
 
-``ncu`` runs ``python -m gpumm profile-target`` (which makes exactly one launch
-of the variant) with a named metric set and ``--clock-control none``, exports
-a ``.ncu-rep`` for users to open, then imports it to CSV and parses it. When
-ncu is missing, lacks permission for the counters (ERR_NVGPUCTRPERM) or
-profiles no kernel, the output says so in its ``status`` and ``reason`` and the
-run carries on.
+One ``ncu`` session per variant runs ``python -m gpumm profile-target``,
+which makes exactly one product at each profile size, smallest first, and
+catches the first kernel of each (for the variants that transpose B first,
+the multiply). ncu runs with a named metric set and ``--clock-control
+none``, exports a ``.ncu-rep`` for users to open, then imports it to CSV and
+parses it. When ncu is missing, lacks permission for the counters
+(ERR_NVGPUCTRPERM) or profiles no kernel, the output says so in its
+``status`` and ``reason`` and the run carries on.
+
+The sizes: a working set well beyond the L2 (the DRAM regime: the smallest
+power of two whose three matrices fill at least ``DRAM_FACTOR`` times the
+L2, 4096 on an H100 or H200), where the report explains its results, and
+optionally a small one whose matrices fit in the L2 (the cached regime),
+which the pages label as such. :func:`regime` names the regime of a size.
 """
 
 import glob
@@ -20,6 +28,32 @@ from gpumm import files, ncu
 from gpumm.catalog import Variant
 
 COLUMNS = ["variant", "M", "N", "K", "launch", "kernel", "metric", "value", "unit", "status", "reason"]
+DRAM_FACTOR = 3  # the DRAM-regime profile's three matrices fill at least this many times the L2
+
+
+def dram_size(l2_bytes: int, factor: int = DRAM_FACTOR) -> int:
+    """The smallest power of two n (at least 256) whose A, B and C (3·4·n² bytes) fill ``factor`` times the L2."""
+    n = 256
+    while 12 * n * n < factor * l2_bytes:
+        n *= 2
+    return n
+
+
+def sizes(setting, cached, l2_bytes: int) -> list[int]:
+    """The profile's square sizes, ascending: the DRAM-regime size (``auto``: from the L2) and the cached one."""
+    big = dram_size(l2_bytes) if setting == "auto" else int(setting)
+    return sorted({big, *([int(cached)] if cached else [])})
+
+
+def regime(n: int, l2_bytes: float) -> str:
+    """'dram' when the three n x n matrices are at least DRAM_FACTOR times the L2, 'cached' when they fit
+    in half of it, else 'mixed'."""
+    if not l2_bytes or l2_bytes != l2_bytes:
+        return "unknown"
+    ratio = 12 * n * n / l2_bytes
+    return "dram" if ratio >= DRAM_FACTOR else ("cached" if ratio <= 0.5 else "mixed")
+
+
 # cuBLAS picks its kernel at run time; its names contain one of these.
 LIBRARY_KERNELS = "regex:gemm|xmma|cutlass"
 
@@ -51,8 +85,11 @@ def diagnose(log: str, returncode: int, rows: list) -> str:
     return ""
 
 
-def run(variant: Variant, cubin: Path | None, size: int, seed: int, metrics: list[str], out_dir: Path) -> pd.DataFrame:
-    """Profile one launch of a variant; write out_dir/profile.csv (and report.ncu-rep, ncu.log when ncu ran)."""
+def run(
+    variant: Variant, binary: Path | None, sizes: list[int], seed: int, metrics: list[str], out_dir: Path
+) -> pd.DataFrame:
+    """Profile one product of a variant at each size; write out_dir/profile.csv (and report.ncu-rep, ncu.log)."""
+    sizes = sorted(sizes)
     target = [
         sys.executable,
         "-m",
@@ -60,15 +97,22 @@ def run(variant: Variant, cubin: Path | None, size: int, seed: int, metrics: lis
         "profile-target",
         "--variant",
         variant.id,
-        "--size",
-        str(size),
+        "--sizes",
+        ",".join(map(str, sizes)),
         "--seed",
         str(seed),
     ]
-    if cubin is not None:
-        target += ["--cubin", str(cubin)]
-    base = {"variant": variant.id, "M": size, "N": size, "K": size}
-    return run_target(target, kernel_filter(variant), 1, metrics, out_dir, base)
+    if binary is not None:
+        target += ["--binary", str(binary)]
+    df = run_target(target, kernel_filter(variant), len(sizes), metrics, out_dir, {"variant": variant.id})
+    if (df.status == "ok").all():  # ncu numbers the launches 0, 1, ... in the target's order: one per size
+        launch = pd.to_numeric(df.launch, errors="coerce").astype(int)
+        for d in "MNK":
+            df[d] = launch.map(dict(enumerate(sizes)))
+    else:
+        df = df.assign(M=sizes[-1], N=sizes[-1], K=sizes[-1])
+    files.write_csv(df[COLUMNS], out_dir / "profile.csv")
+    return df[COLUMNS]
 
 
 def run_target(

@@ -11,7 +11,7 @@ from gpumm import paths
 
 # cudaDeviceAttr values (driver_types.h); CUDA 13 dropped the clock fields
 # from cudaDeviceProp, the attributes remain.
-_ATTRS = {
+ATTRIBUTES = {
     "sm_clock_khz": 13,
     "memory_clock_khz": 36,
     "memory_bus_bits": 37,
@@ -21,6 +21,7 @@ _ATTRS = {
     "smem_per_sm": 81,
     "regs_per_sm": 82,
     "max_threads_per_sm": 39,
+    "max_blocks_per_sm": 106,
 }
 
 
@@ -55,7 +56,7 @@ def gpu() -> dict:
     p = rt.getDeviceProperties(0)
     name = p["name"].decode() if isinstance(p["name"], bytes) else p["name"]
     info = {"name": name, "compute_capability": f"{p['major']}.{p['minor']}", "memory_bytes": int(p["totalGlobalMem"])}
-    for key, attr in _ATTRS.items():
+    for key, attr in ATTRIBUTES.items():
         try:
             info[key] = int(rt.deviceGetAttribute(attr, 0))
         except Exception:  # an attribute this runtime lacks is left out, not guessed
@@ -77,10 +78,13 @@ def gpu() -> dict:
     return info
 
 
-def collect(config_digest: str, variants: dict[str, str], decision_why: str) -> dict:
+def collect(config_digest: str, variants: dict[str, str], decision_why: str, config: dict | None = None) -> dict:
     """The provenance of a measuring run (call on the GPU machine)."""
     import cupy
 
+    from gpumm import clocks
+
+    watch = clocks.Watch()
     return {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "gpu": gpu(),
@@ -90,6 +94,8 @@ def collect(config_digest: str, variants: dict[str, str], decision_why: str) -> 
         "nvcc": nvcc_version(),
         "git_commit": git_commit(),
         "config_digest": config_digest,
+        "config": config,
+        "device": {"index": 0, **watch.identity(), "max_sm_clock_mhz_nvml": watch.max_sm_mhz},
         "variant_digests": variants,
         "data_source": {"mode": "measure", "why": decision_why},
     }

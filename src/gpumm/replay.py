@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpumm import measure, paths, profile
+from gpumm import config, measure, paths, profile
 from gpumm.catalog import Variant
 
 BUILD_FILES = ("resources.json", "kernel.ptx", "kernel.sass")
@@ -73,6 +73,7 @@ STUDY_FILES = {
         ("build", "access_patterns", "kernel.sass"),
     ],
     "bandwidth": [("raw", "bandwidth", "samples.csv")],
+    "overhead": [("raw", "overhead", "samples.csv")],
 }
 
 
@@ -105,14 +106,54 @@ def study(name: str, archive: Path, results: Path = paths.RESULTS) -> str:
     return f"replayed {name}" + (f" (not in the archive: {', '.join(missing)})" if missing else "")
 
 
-def provenance(archive: Path, why: str, digests_now: dict[str, str], results: Path = paths.RESULTS) -> dict:
-    """The archived run's provenance, marked replayed, with today's variant digests beside the archived ones."""
+def config_differences(
+    archived: dict | None, current: dict | None, archived_digest: str = "", digest: str = ""
+) -> list[str]:
+    """The settings of ``current`` that differ from the archived run's, as 'key: archived → current' lines.
+
+    Where the archive kept only a digest of its configuration (runs before
+    the configuration itself was recorded), a differing digest is one line
+    saying so.
+    """
+    if current is None:
+        return []
+    current = config.measured(current)
+    if archived is None:
+        if archived_digest and digest and archived_digest != digest:
+            return [f"configuration digest {archived_digest} (archived) differs from {digest} (this run's)"]
+        return []
+    return _diff(config.measured(archived), current, "")
+
+
+def _diff(archived: dict, current: dict, prefix: str) -> list[str]:
+    out = []
+    for key in sorted(set(archived) | set(current)):
+        a, c = archived.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(c, dict):
+            out += _diff(a, c, f"{prefix}{key}.")
+        elif a != c:
+            out.append(f"{prefix}{key}: {json.dumps(a)} (archived) → {json.dumps(c)} (this config)")
+    return out
+
+
+def provenance(
+    archive: Path,
+    why: str,
+    digests_now: dict[str, str],
+    results: Path = paths.RESULTS,
+    current_config: dict | None = None,
+    config_digest: str = "",
+) -> dict:
+    """The archived run's provenance, marked replayed, with today's variant digests beside the archived ones,
+    and the settings of this run's configuration that the archived run did not use."""
     prov = json.loads((archive / "raw" / "provenance.json").read_text())
     prov["variant_digests_now"] = digests_now
+    differs = config_differences(prov.get("config"), current_config, prov.get("config_digest", ""), config_digest)
     prov["data_source"] = {
         "mode": "replay",
         "archive": str(archive.relative_to(paths.ROOT)) if archive.is_relative_to(paths.ROOT) else str(archive),
         "why": why,
+        "config_differs": differs,
     }
     out = results / "raw" / "provenance.json"
     out.parent.mkdir(parents=True, exist_ok=True)

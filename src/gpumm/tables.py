@@ -16,7 +16,7 @@ SHAPE = ["variant", "family", "defines", "kind", "M", "N", "K", "memory_mode", "
 
 
 def summarise(samples: pd.DataFrame) -> pd.DataFrame:
-    """One row per variant x shape x mode: status, median and spread of the samples."""
+    """One row per variant x shape x mode x what was timed: status, median and spread, batch, clocks."""
     keys = SHAPE
     df = samples.copy()
     df[["M", "N", "K"]] = df[["M", "N", "K"]].astype("Int64")
@@ -26,21 +26,32 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
         ms = ok["ms"].to_numpy(dtype=float)
         first = g.iloc[0]
         row = dict(zip(keys, key))
+        median = np.median(ms) if len(ms) else np.nan
+        q25, q75 = (np.percentile(ms, 25), np.percentile(ms, 75)) if len(ms) else (np.nan, np.nan)
         row.update(
             status=first["status"] if ok.empty else "ok",
             reason="" if not ok.empty else (first["reason"] if isinstance(first["reason"], str) else ""),
             samples=len(ms),
-            median_ms=np.median(ms) if len(ms) else np.nan,
-            q25_ms=np.percentile(ms, 25) if len(ms) else np.nan,
-            q75_ms=np.percentile(ms, 75) if len(ms) else np.nan,
+            median_ms=median,
+            q25_ms=q25,
+            q75_ms=q75,
+            iqr_pct=100 * (q75 - q25) / median if len(ms) else np.nan,
             min_ms=ms.min() if len(ms) else np.nan,
             max_ms=ms.max() if len(ms) else np.nan,
             # seed 001's method (S1-M): the mean of the first 10 timed runs, which follow 3 warm-ups here too
             s1m_mean_ms=ms[:10].mean() if len(ms) >= 10 else np.nan,
+            batch=first.get("batch", np.nan),
+            method=first.get("method", ""),
+            exact_check=first.get("exact_check", ""),
             max_rel_err=first["max_rel_err"],
             tolerance=first["tolerance"],
             reference=first["reference"],
             verified=first["verified"],
+            sm_clock_mhz=first.get("sm_clock_mhz", np.nan),
+            sm_clock_min_mhz=first.get("sm_clock_min_mhz", np.nan),
+            temperature_c=first.get("temperature_c", np.nan),
+            throttled=first.get("throttled", np.nan),
+            library=first.get("library", ""),
         )
         out.append(row)
     summary = pd.DataFrame(out)
@@ -70,6 +81,8 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         loop_rows.append({**loop, "variant": v.id, "family": v.family, "defines": v.defines_text()})
     summary = summarise(samples)
     loop_table = pd.DataFrame(loop_rows)
+    gpus = [v.id for v in variants if v.on_gpu]
+    cpus = [v.id for v in variants if v.kind == "cpu"]
     tables = {
         "samples": samples,
         "summary": summary,
@@ -80,6 +93,9 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         "estimate": _estimates(loop_table, gpu),
         "ladder": analysis.ladder(summary, _families(variants), LADDER_SIZE),
         "claims": pd.DataFrame([{"claim": "S1-C1", **analysis.claim_s1_c1(summary)}]),
+        "verification": verification(summary),
+        "profile_summary": analysis.profile_summary(profiles, gpu.get("l2_bytes") or np.nan),
+        "crossover": analysis.cpu_crossover(summary, gpus, cpus),
     }
     tables.update(_memory_tables(results, summary, tables["resources"]))
     missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
@@ -92,6 +108,14 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
     for name in [*tables, "published"]:
         (out / f"{name}.csv.tmp").replace(out / f"{name}.csv")
     (out / "source.json.tmp").replace(out / "source.json")
+
+
+def verification(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per variant x shape x memory mode: how its checks went (every mode, every kind of timing)."""
+    cols = ["variant", "M", "N", "K", "memory_mode", "status", "exact_check", "max_rel_err", "tolerance"]
+    cols += ["reference", "reason"]
+    s = summary.drop_duplicates(["variant", "M", "N", "K", "memory_mode"])
+    return s[[c for c in cols if c in s]].reset_index(drop=True)
 
 
 def _json(path: Path) -> dict:
@@ -170,7 +194,9 @@ def _families(variants: list[Variant]) -> list[dict]:
 
 def _memory_tables(results: Path, summary: pd.DataFrame, resources: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """The memory studies: bandwidths, access patterns with their profile, and claim S1-C2."""
+    l2 = json.loads((results / "raw" / "provenance.json").read_text()).get("gpu", {}).get("l2_bytes") or np.nan
     bw = pd.read_csv(results / "raw" / "bandwidth" / "samples.csv")
+    oh = pd.read_csv(results / "raw" / "overhead" / "samples.csv")
     co = pd.read_csv(results / "raw" / "coalescing" / "samples.csv")
     prof = pd.read_csv(results / "raw" / "coalescing" / "profile.csv")
     bandwidth = (
@@ -182,16 +208,20 @@ def _memory_tables(results: Path, summary: pd.DataFrame, resources: pd.DataFrame
     )
     d2d = bandwidth.set_index("transfer").median_gbs.get("device_to_device", float("nan"))
     if "pattern" in co:
-        patterns = analysis.coalescing_summary(co, d2d)
+        patterns = analysis.coalescing_summary(co, d2d, l2)
         spr = analysis.sectors_per_request(prof)
         if len(spr) and "pattern" in spr:
-            patterns = patterns.merge(spr.drop(columns="launch"), on=["pattern", "n", "stride", "offset"], how="left")
+            patterns = patterns.merge(spr.drop(columns="launch"), on=analysis.COALESCING_KEYS, how="left")
+        ratio = analysis.rows_over_cols(patterns)
     else:
         patterns = pd.DataFrame([{"status": "not measured", "reason": "not in this run"}])
+        ratio = analysis.rows_over_cols(pd.DataFrame(columns=["pattern", "status"]))
     return {
         "bandwidth": bandwidth,
         "coalescing": co,
         "coalescing_summary": patterns,
+        "coalescing_ratio": ratio,
         "coalescing_profile": prof,
         "s1c2": analysis.claim_s1_c2(summary, resources),
+        "overhead": analysis.overhead_summary(oh),
     }

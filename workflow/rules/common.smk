@@ -1,6 +1,7 @@
 # Config validation, the mode decision and the variant list: everything the
 # rules share. Work here runs once, when Snakemake reads the workflow.
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ shell.prefix(
 )
 
 from gpumm import catalog as gpumm_catalog, config as gpumm_config, gpu, reference
+from gpumm import profile as gpumm_profile
 from gpumm.pages import names as page_names
 from gpumm.paths import TABLE_NAMES
 
@@ -42,7 +44,22 @@ MODE = DECISION.mode
 ARCH = DECISION.arch
 VARIANTS = {v.id: v for v in VARIANT_LIST}
 CUDA_IDS = [v.id for v in VARIANT_LIST if v.is_cuda]
+HOST_BUILT_IDS = [v.id for v in VARIANT_LIST if v.kind == "cpu" and v.is_built]
 ALL_IDS = list(VARIANTS)
+_gpu_problem = gpu.parallel_problem(
+    MODE,
+    {k: getattr(r, "value", r) for k, r in workflow.global_resources.items()},
+    workflow.cores,
+)
+if _gpu_problem:
+    raise WorkflowError(f"{_gpu_problem}\nNothing was run.")
+PROFILE_SIZES = (
+    gpumm_profile.sizes(
+        config["profile"]["size"], config["profile"]["cached_size"], DECISION.l2_bytes
+    )
+    if MODE == "measure"
+    else []
+)
 PAGE_NAMES = page_names()
 MICRO = gpumm_catalog.microbenchmarks()
 PROFILE_METRICS = ",".join(
@@ -70,14 +87,15 @@ def kernel_source(wildcards):
     ]
 
 
-def cubin(wildcards):
-    """The built cubin a CUDA variant runs; nothing for library variants."""
+def binary(wildcards):
+    """The built binary a variant runs (a cubin, or a shared object for a compiled CPU baseline); nothing
+    for library variants."""
     v = VARIANTS[wildcards.variant]
-    return [f"results/build/{v.id}/kernel.cubin"] if v.is_cuda else []
+    return [f"results/build/{v.id}/{v.binary_name}"] if v.is_built else []
 
 
-def cubin_arg(wildcards, input):
-    return f"--cubin {input.cubin[0]}" if input.cubin else ""
+def binary_arg(wildcards, input):
+    return f"--binary {input.binary[0]}" if input.binary else ""
 
 
 def collected_inputs(wildcards):
@@ -97,4 +115,5 @@ def collected_inputs(wildcards):
             f=["resources.json", "kernel.ptx", "kernel.sass"],
         ),
         "bandwidth": "results/raw/bandwidth/samples.csv",
+        "overhead": "results/raw/overhead/samples.csv",
     }

@@ -1,4 +1,11 @@
 # Measure mode: a CUDA GPU is here. Build, verify and time, profile.
+#
+# Every job that uses the GPU declares `resources: gpu=1`; the workflow's
+# default profile (workflow/profiles/default, found through the top-level
+# profiles/ link) limits the run to gpu=1, so that two GPU jobs never share
+# the GPU however many cores Snakemake is given, while builds, collection and
+# notebooks run in parallel. A CPU measurement takes every core, so that it
+# runs alone.
 
 
 rule build:
@@ -23,9 +30,25 @@ rule build:
         " --out-dir results/build/{wildcards.variant} > {log} 2>&1"
 
 
+rule build_host:
+    input:
+        source=kernel_source,
+    output:
+        "results/build/{variant}/libkernel.so",
+    log:
+        "results/logs/build/{variant}.log",
+    wildcard_constraints:
+        variant="|".join(HOST_BUILT_IDS) or "^$",
+    conda:
+        ENV
+    shell:
+        "python -m gpumm build --variant {wildcards.variant} --arch host"
+        " --out-dir results/build/{wildcards.variant} > {log} 2>&1"
+
+
 rule measure:
     input:
-        cubin=cubin,
+        binary=binary,
     output:
         samples=f"{RAW}/samples.csv",
         meta=f"{RAW}/meta.json",
@@ -33,8 +56,11 @@ rule measure:
         "results/logs/measure/{variant}.log",
     conda:
         ENV
+    threads: lambda w: workflow.cores if VARIANTS[w.variant].kind == "cpu" else 1
+    resources:
+        gpu=1,
     params:
-        cubin=cubin_arg,
+        binary=binary_arg,
         sizes=",".join(map(str, config["sizes"])),
         shapes=",".join("x".join(map(str, s)) for s in config["shapes"]),
         modes=lambda w: ",".join(gpumm_config.modes_for(w.variant, config)),
@@ -42,7 +68,7 @@ rule measure:
         seed=config["seed"],
         cpu_max=config["verify"]["cpu_reference_max_mnk"],
     shell:
-        "python -m gpumm measure --variant {wildcards.variant} {params.cubin}"
+        "python -m gpumm measure --variant {wildcards.variant} {params.binary}"
         " --sizes {params.sizes} --shapes '{params.shapes}' --modes {params.modes}"
         " --warmups {params.timing[warmups]} --repeats {params.timing[repeats]}"
         " --budget {params.timing[budget_s]} --seed {params.seed}"
@@ -55,7 +81,7 @@ rule measure:
 
 rule profile:
     input:
-        cubin=cubin,
+        binary=binary,
         samples=f"{RAW}/samples.csv",
     output:
         f"{RAW}/profile.csv",
@@ -63,15 +89,17 @@ rule profile:
         "results/logs/profile/{variant}.log",
     conda:
         ENV
+    resources:
+        gpu=1,
     params:
-        cubin=cubin_arg,
-        size=config["profile"]["size"],
+        binary=binary_arg,
+        sizes=",".join(map(str, PROFILE_SIZES)),
         seed=config["seed"],
         metrics=PROFILE_METRICS,
         disabled="" if config["profile"]["enabled"] else "--disabled",
     shell:
-        "python -m gpumm profile --variant {wildcards.variant} {params.cubin}"
-        " --size {params.size} --seed {params.seed} --metrics {params.metrics}"
+        "python -m gpumm profile --variant {wildcards.variant} {params.binary}"
+        " --sizes {params.sizes} --seed {params.seed} --metrics {params.metrics}"
         " {params.disabled} --out-dir results/raw/{wildcards.variant} > {log} 2>&1"
 
 
@@ -82,13 +110,16 @@ rule provenance:
         "results/logs/provenance.log",
     conda:
         ENV
+    resources:
+        gpu=1,
     params:
         variants=",".join(ALL_IDS),
         config_digest=gpumm_config.digest(config),
+        config=shlex.quote(json.dumps(config)),
         why=DECISION.why,
     shell:
         "python -m gpumm provenance --variants {params.variants}"
-        " --config-digest {params.config_digest} --why '{params.why}'"
+        " --config-digest {params.config_digest} --config {params.config} --why '{params.why}'"
         " --out {output} > {log} 2>&1"
 
 
@@ -122,6 +153,8 @@ rule coalescing:
         "results/logs/measure/coalescing.log",
     conda:
         ENV
+    resources:
+        gpu=1,
     params:
         plan=json.dumps(config["coalescing"]),
         timing=config["timing"],
@@ -142,6 +175,8 @@ rule profile_coalescing:
         "results/logs/profile/coalescing.log",
     conda:
         ENV
+    resources:
+        gpu=1,
     params:
         plan=json.dumps(config["coalescing"]),
         seed=config["seed"],
@@ -159,9 +194,29 @@ rule bandwidth:
         "results/logs/measure/bandwidth.log",
     conda:
         ENV
+    resources:
+        gpu=1,
     params:
         nbytes=config["bandwidth"]["bytes"],
         timing=config["timing"],
     shell:
         "python -m gpumm bandwidth --bytes {params.nbytes} --warmups {params.timing[warmups]}"
         " --repeats {params.timing[repeats]} --out-dir results/raw/bandwidth > {log} 2>&1"
+
+
+rule overhead:
+    input:
+        cubin="results/build/launch_overhead/kernel.cubin",
+    output:
+        "results/raw/overhead/samples.csv",
+    log:
+        "results/logs/measure/overhead.log",
+    conda:
+        ENV
+    resources:
+        gpu=1,
+    params:
+        timing=config["timing"],
+    shell:
+        "python -m gpumm overhead --cubin {input.cubin} --warmups {params.timing[warmups]}"
+        " --repeats {params.timing[repeats]} --out-dir results/raw/overhead > {log} 2>&1"

@@ -49,9 +49,12 @@ rule replay_provenance:
     params:
         variants=",".join(ALL_IDS),
         why=DECISION.why,
+        config_digest=gpumm_config.digest(config),
+        config=shlex.quote(json.dumps(config)),
     shell:
         "python -m gpumm replay-provenance --archive {input.archive}"
-        " --variants {params.variants} --why '{params.why}' > {log} 2>&1"
+        " --variants {params.variants} --why '{params.why}'"
+        " --config-digest {params.config_digest} --config {params.config} 2>&1 | tee {log}"
 
 
 rule replay_coalescing:
@@ -83,3 +86,16 @@ rule replay_bandwidth:
         ENV
     shell:
         "python -m gpumm replay-study --study bandwidth --archive {input.archive} > {log} 2>&1"
+
+
+rule replay_overhead:
+    input:
+        archive=f"{ARCHIVE}/raw/provenance.json",
+    output:
+        "results/raw/overhead/samples.csv",
+    log:
+        "results/logs/replay/overhead.log",
+    conda:
+        ENV
+    shell:
+        "python -m gpumm replay-study --study overhead --archive {input.archive} > {log} 2>&1"

@@ -1,0 +1,317 @@
+"""Measurement rigour on the CPU: the exact and rounding checks catch what they must, batch timing's
+arithmetic, clock bookkeeping, digests, the GPU resource of every GPU job, profile sizes and regimes."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gpumm import analysis, catalog, clocks, coalescing, config, gpu, paths, profile, replay, timing, verify
+
+# ---------------------------------------------------------------- verification
+
+
+def _checks(C, A, B):
+    """(exact check, rounding check) of C = A·B, A and B given as the inputs the checks use."""
+    ref, abs_ref, where = verify.reference(A, B, 1 << 40)
+    return verify.compare_exact(C, ref, where), verify.compare(C, ref, abs_ref, A.shape[1], where)
+
+
+def _wrong_products(A, B):
+    """Products a buggy kernel could make: one k skipped, one K-tile (16) skipped, one row, one column wrong."""
+    a, b = A.astype(np.float32), B.astype(np.float32)
+    K = A.shape[1]
+    keep = np.ones(K, bool)
+    keep[K // 2] = False
+    out = {"one k skipped": (a[:, keep] @ b[keep, :])}
+    keep = np.ones(K, bool)
+    keep[32:48] = False
+    out["one K-tile skipped"] = a[:, keep] @ b[keep, :]
+    good = a @ b
+    row = good.copy()
+    row[3, :] = a[3, :-1] @ b[:-1, :]  # the last term of one row lost
+    out["one row wrong"] = row
+    col = good.copy()
+    col[:, 5] = np.nan  # one column never written
+    out["one column not written"] = col
+    return out
+
+
+@pytest.mark.parametrize("K", [64, 8192, 16384])
+def test_exact_check_catches_every_wrong_product(K):
+    A, B = verify.exact_inputs(7, 24, 20, K)
+    assert set(np.unique(A)) <= {-4, -3, -2, -1, 1, 2, 3, 4} and np.count_nonzero(A) == A.size
+    exact, rounding = _checks((A.astype(np.float64) @ B).astype(np.float32), A, B)
+    assert exact.ok and rounding.ok
+    for what, C in _wrong_products(A, B).items():
+        exact, _ = _checks(C.astype(np.float32), A, B)
+        assert not exact.ok, what
+
+
+@pytest.mark.parametrize("K", [64, 8192, 16384])
+def test_rounding_check_passes_float32_and_catches_every_wrong_product(K):
+    A, B = verify.random_inputs(7, 24, 20, K)
+    good = A @ B  # float32 products and sums (NumPy's BLAS)
+    _, rounding = _checks(good, A, B)
+    assert rounding.ok and rounding.max_rel_err < 8 * verify.UNIT_ROUNDOFF
+    for what, C in _wrong_products(A, B).items():
+        _, rounding = _checks(C.astype(np.float32), A, B)
+        assert not rounding.ok, (what, rounding.max_rel_err)
+
+
+def test_recursive_float32_sum_stays_within_the_rounding_tolerance():
+    """The slowest-converging order: one running float32 sum, element by element, at K = 16384."""
+    A, B = verify.random_inputs(3, 4, 3, 16384)
+    C = np.zeros((4, 3), np.float32)
+    for k in range(A.shape[1]):
+        C += A[:, k : k + 1] * B[k : k + 1, :]
+    _, rounding = _checks(C, A, B)
+    assert rounding.ok, rounding.max_rel_err
+
+
+def test_exact_inputs_refuse_k_beyond_exactness():
+    with pytest.raises(ValueError, match="no longer summed exactly"):
+        verify.exact_inputs(1, 1, 1, verify.EXACT_MAX_K + 1)
+
+
+# ---------------------------------------------------------------- batch timing and clocks
+
+
+def test_batch_size_makes_samples_of_at_least_the_target():
+    assert timing.batch_size(0.001, target_ms=2.0) == 2000  # 1 µs kernel: 2000 launches per sample
+    assert timing.batch_size(0.003, target_ms=2.0) == 667
+    assert timing.batch_size(5.0, target_ms=2.0) == 1  # long kernels: one launch per sample
+    assert timing.batch_size(1e-6, target_ms=2.0, max_batch=4096) == 4096
+    assert timing.per_launch([10.0, 20.0], 4) == [2.5, 5.0]
+
+
+def test_clock_summary_marks_a_fall_below_the_maximum_as_throttled():
+    steady = [(1980, 2619, 50, 0x0), (1980, 2619, 52, 0x1)]
+    s = clocks.summarise(steady, 1980)
+    assert s["sm_clock_mhz"] == 1980 and s["temperature_c"] == 52 and not s["throttled"]
+    assert s["clock_reasons"] == "0x0"  # idle is not a slowdown
+    dipped = [*steady, (1755, 2619, 60, 0x4)]  # a power cap
+    s = clocks.summarise(dipped, 1980)
+    assert s["throttled"] and s["sm_clock_min_mhz"] == 1755 and s["clock_reasons"] == "0x4"
+    assert clocks.summarise([], 1980)["sm_clock_mhz"] is None
+
+
+# ---------------------------------------------------------------- digests and configs
+
+
+def test_digest_covers_the_catalog_entry_and_the_launch_code(monkeypatch, tmp_path):
+    import dataclasses
+
+    v = catalog.from_id("tiled_tile16")
+    base = v.digest()
+    assert dataclasses.replace(v, block=("16", "8")).digest() != base
+    assert dataclasses.replace(v, grid=("cdiv(N, 16)", "cdiv(M, 8)")).digest() != base
+    assert dataclasses.replace(v, nvcc_flags=("-G",)).digest() != base
+    bt = catalog.from_id("coalesced_bt_tile16")
+    assert dataclasses.replace(bt, prepare=("transpose_b", ("16", "8"), bt.prepare[2])).digest() != bt.digest()
+    blas = catalog.from_id("cpu_blas")
+    assert dataclasses.replace(blas, threads=1).digest() != blas.digest()
+    launch = tmp_path / "launch.py"
+    launch.write_text(catalog.LAUNCH_CODE.read_text() + "\n# changed\n")
+    monkeypatch.setattr(catalog, "LAUNCH_CODE", launch)
+    assert v.digest() != base  # the launch code is part of every digest
+
+
+def test_replay_names_the_settings_the_archive_did_not_use():
+    archived = {"mode": "auto", "sizes": [16, 32], "timing": {"repeats": 20, "warmups": 3}, "seed": 1}
+    same = {**archived, "mode": "replay"}
+    assert replay.config_differences(archived, same) == []
+    other = {**archived, "sizes": [16], "timing": {"repeats": 50, "warmups": 3}}
+    lines = replay.config_differences(archived, other)
+    assert lines == [
+        "sizes: [16, 32] (archived) → [16] (this config)",
+        "timing.repeats: 20 (archived) → 50 (this config)",
+    ]
+    assert replay.config_differences(None, other, "aaa", "bbb") == [
+        "configuration digest aaa (archived) differs from bbb (this run's)"
+    ]
+    assert config.digest({**archived, "mode": "measure"}) == config.digest(same)
+
+
+# ---------------------------------------------------------------- the GPU resource
+
+
+def test_parallel_gpu_jobs_are_refused_without_a_limit():
+    assert gpu.parallel_problem("replay", {}, 8) is None
+    assert gpu.parallel_problem("measure", {}, 1) is None
+    assert gpu.parallel_problem("measure", {"gpu": 1}, 8) is None
+    assert "no 'gpu' resource" in gpu.parallel_problem("measure", {}, 8)
+    assert "gpu=2" in gpu.parallel_problem("measure", {"gpu": 2}, 8)
+
+
+GPU_COMMANDS = {"measure", "profile", "provenance", "coalescing", "profile-coalescing", "bandwidth", "overhead"}
+
+
+def _jobs(text):
+    """(rule, resources line, gpumm step) of each job in a dry run's output (``snakemake -n -p``)."""
+    jobs = []
+    for block in re.split(r"\n\[[^\]]+\]\n", text):
+        rule = re.search(r"^(?:local)?rule (\w+):", block, re.M)
+        step = re.search(r"python -m gpumm ([\w-]+)", block)
+        if rule and step:
+            res = re.search(r"^\s*resources: (.*)$", block, re.M)
+            jobs.append((rule.group(1), res.group(1) if res else "", step.group(1)))
+    return jobs
+
+
+def test_every_gpu_job_declares_the_gpu_resource(tree):
+    """Plan a measure-mode run (a pretend GPU) and read each job's resources from Snakemake's dry run."""
+    env = {
+        **os.environ,
+        gpu.FAKE_ENV: json.dumps({"ok": True, "reason": "", "name": "pretend", "arch": "sm_90", "l2_bytes": 50 << 20}),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "8", "--config", "mode=measure"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    jobs = _jobs(text)
+    steps = {step for _, _, step in jobs}
+    assert GPU_COMMANDS <= steps, steps  # the dry run shows every GPU step
+    for rule, res, step in jobs:
+        assert ("gpu=1" in res) == (step in GPU_COMMANDS), (rule, res)
+    assert "--sizes 1024,4096 " in text  # the profile's sizes: cached and DRAM regime (50 MiB L2)
+
+
+def test_the_default_profile_limits_the_run_to_one_gpu_job():
+    import yaml
+
+    prof = yaml.safe_load((paths.ROOT / "workflow" / "profiles" / "default" / "config.yaml").read_text())
+    assert prof["resources"] == {"gpu": 1}
+    assert (paths.ROOT / "profiles").resolve() == paths.ROOT / "workflow" / "profiles"
+
+
+# ---------------------------------------------------------------- profile sizes and regimes
+
+
+def test_profile_size_leaves_the_l2_behind():
+    assert profile.dram_size(50 << 20) == 4096  # H100: 3 x 64 MiB = 3.8 x the L2
+    assert profile.dram_size(60 << 20) == 4096  # H200: 3.2 x
+    assert profile.dram_size(128 << 20) == 8192
+    assert profile.sizes("auto", 1024, 50 << 20) == [1024, 4096]
+    assert profile.sizes(2048, 0, 50 << 20) == [2048]
+    assert profile.regime(1024, 50 << 20) == "cached" and profile.regime(4096, 50 << 20) == "dram"
+    assert profile.regime(2048, 50 << 20) == "mixed"
+
+
+def test_profile_summary_derives_the_cited_counters():
+    rows = []
+    for n, rd in ((1024, 8.4e6), (4096, 3.0e9)):
+        for metric, value in (
+            ("dram__bytes_read.sum", rd),
+            ("dram__bytes_write.sum", 4 * n * n),
+            ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 100.0),
+            ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 400.0),
+        ):
+            rows.append(
+                {
+                    "variant": "naive",
+                    "M": n,
+                    "N": n,
+                    "K": n,
+                    "kernel": "matmul_naive",
+                    "metric": metric,
+                    "value": value,
+                    "status": "ok",
+                }
+            )
+    s = analysis.profile_summary(pd.DataFrame(rows), 50 << 20).set_index("size")
+    assert s.loc[1024, "regime"] == "cached" and s.loc[4096, "regime"] == "dram"
+    assert s.loc[4096, "dram_over_minimum"] == pytest.approx((3.0e9 + 4 * 4096**2) / (12 * 4096**2))
+    assert s.loc[4096, "flop_per_dram_byte"] == pytest.approx(2 * 4096**3 / (3.0e9 + 4 * 4096**2))
+    assert s.loc[1024, "sectors_per_request"] == 4
+
+
+# ---------------------------------------------------------------- the coalescing plan fills the GPU
+
+
+def test_coalescing_plan_fills_the_gpu_and_outgrows_the_l2():
+    h100 = coalescing.Device(sm_count=132, max_threads_per_sm=2048, l2_bytes=50 << 20, free_bytes=80 << 30)
+    plan = coalescing.Plan(
+        sizes=[1024, 4096], count=1 << 25, strides=[1, 32], offsets=[0, 1], warmups=1, repeats=2, seed=1
+    )
+    cfgs = coalescing.configurations(plan, h100)
+    rc = [c for c in cfgs if c["pattern"] in ("rows", "cols")]
+    for c in rc:
+        assert coalescing.threads(c) >= h100.slots  # every thread slot of every SM
+        if c["regime"] == "dram":
+            assert c["working_set_bytes"] >= 3 * h100.l2_bytes and c["matrix_stride"] == c["n"] ** 2
+        else:
+            assert c["matrix_stride"] == 0 and c["working_set_bytes"] <= h100.l2_bytes // 2
+    assert {(c["n"], c["regime"]) for c in rc} == {(1024, "dram"), (1024, "l2"), (4096, "dram")}  # 64 MiB: no l2
+    copy = next(c for c in cfgs if c["pattern"] == "strided" and c["stride"] == 1 and c["offset"] == 0)
+    assert copy["working_set_bytes"] == 8 << 25 and copy["working_set_bytes"] >= 3 * h100.l2_bytes
+    assert cfgs[-1]["pattern"] == "copy4" and coalescing.useful_bytes(cfgs[-1]) == 8 << 25
+
+
+def test_rows_over_cols_is_per_matrix_and_per_regime():
+    s = pd.DataFrame(
+        [
+            {"pattern": "rows", "regime": "dram", "n": 1024, "ms_per_matrix": 0.6, "status": "ok"},
+            {"pattern": "cols", "regime": "dram", "n": 1024, "ms_per_matrix": 0.1, "status": "ok"},
+            {"pattern": "rows", "regime": "l2", "n": 1024, "ms_per_matrix": 0.2, "status": "ok"},
+            {"pattern": "cols", "regime": "l2", "n": 1024, "ms_per_matrix": 0.1, "status": "ok"},
+        ]
+    )
+    r = analysis.rows_over_cols(s).set_index("regime")
+    assert r.loc["dram", "ratio"] == pytest.approx(6) and r.loc["l2", "ratio"] == pytest.approx(2)
+
+
+# ---------------------------------------------------------------- overhead floor and the CPU crossover
+
+
+def test_overhead_summary_and_floor():
+    s = pd.DataFrame(
+        [
+            {"what": "empty kernel", "method": m, "batch": b, "repeat": i, "ms": v * (1 + i / 100)}
+            for m, b, v in (("single", 1, 0.006), ("graph", 1000, 0.0008))
+            for i in range(5)
+        ]
+    )
+    o = analysis.overhead_summary(s)
+    assert list(o.method) == ["single", "graph"]
+    assert analysis.launch_floor_ms(o) == pytest.approx(0.0008 * 1.02)
+
+
+def test_cpu_crossover_is_the_size_from_which_the_gpu_always_wins():
+    rows = []
+    for n, g, c in ((16, 0.05, 0.001), (64, 0.06, 0.05), (256, 0.1, 3.0), (1024, 1.0, 200.0)):
+        rows += [
+            {
+                "variant": "cublas",
+                "M": n,
+                "N": n,
+                "K": n,
+                "timed": "end_to_end",
+                "memory_mode": "device",
+                "status": "ok",
+                "median_ms": g,
+            },
+            {
+                "variant": "cpu_serial",
+                "M": n,
+                "N": n,
+                "K": n,
+                "timed": "end_to_end",
+                "memory_mode": "host",
+                "status": "ok",
+                "median_ms": c,
+            },
+        ]
+    x = analysis.cpu_crossover(pd.DataFrame(rows), ["cublas"], ["cpu_serial"])
+    assert x.gpu_faster_from.tolist() == [256] and x.sizes_compared.tolist() == ["16–1024"]
