@@ -315,3 +315,90 @@ def test_cpu_crossover_is_the_size_from_which_the_gpu_always_wins():
         ]
     x = analysis.cpu_crossover(pd.DataFrame(rows), ["cublas"], ["cpu_serial"])
     assert x.gpu_faster_from.tolist() == [256] and x.sizes_compared.tolist() == ["16–1024"]
+
+
+# ---------------------------------------------------------------- every selection filters by memory mode
+
+
+def test_device_tables_never_mix_in_other_memory_modes():
+    """Zero-copy rows ten times faster than the device ones must not leak into any device-mode table."""
+    rows = []
+    for v, fam, g in (("naive", "naive", 1.0), ("unrolled", "unrolled", 3.0), ("cublas", "cublas", 10.0)):
+        for n in (1024, 4096):
+            for mode, speed in (("device", 1.0), ("zero_copy", 10.0)):
+                ms = 2 * n**3 / (g * speed * 1e12) * 1e3
+                rows.append(
+                    {
+                        "variant": v,
+                        "family": fam,
+                        "M": n,
+                        "N": n,
+                        "K": n,
+                        "memory_mode": mode,
+                        "timed": "kernel",
+                        "status": "ok",
+                        "median_ms": ms,
+                        "gflops": 2 * n**3 / (ms * 1e-3) / 1e9,
+                    }
+                )
+        for n in (16, 64):  # end to end, against a CPU baseline
+            rows.append(
+                {
+                    "variant": v,
+                    "family": fam,
+                    "M": n,
+                    "N": n,
+                    "K": n,
+                    "memory_mode": "zero_copy",
+                    "timed": "end_to_end",
+                    "status": "ok",
+                    "median_ms": 1e-6,
+                    "gflops": 1.0,
+                }
+            )
+            rows.append(
+                {
+                    "variant": v,
+                    "family": fam,
+                    "M": n,
+                    "N": n,
+                    "K": n,
+                    "memory_mode": "device",
+                    "timed": "end_to_end",
+                    "status": "ok",
+                    "median_ms": 1.0,
+                    "gflops": 1.0,
+                }
+            )
+    for n in (16, 64):
+        rows.append(
+            {
+                "variant": "cpu_serial",
+                "family": "cpu_serial",
+                "M": n,
+                "N": n,
+                "K": n,
+                "memory_mode": "host",
+                "timed": "end_to_end",
+                "status": "ok",
+                "median_ms": 0.5,
+                "gflops": 1.0,
+            }
+        )
+    s = pd.DataFrame(rows)
+    best = analysis.best_per_family(s, 4096)
+    assert best.loc["cublas", "gflops"] == pytest.approx(10_000)  # device, not zero-copy's 100,000
+    lad = analysis.ladder(
+        s,
+        [
+            {"family": "naive"},
+            {"family": "unrolled", "rung_below": "naive"},
+            {"family": "cublas", "rung_below": "unrolled"},
+        ],
+        4096,
+    ).set_index("family")
+    assert lad.loc["unrolled", "share_of_cublas"] == pytest.approx(0.3)
+    c = analysis.claim_s1_c1(s)
+    assert c["size"] == 4096 and c["speedup_over_naive"] == pytest.approx(3.0)
+    x = analysis.cpu_crossover(s, ["cublas"], ["cpu_serial"])
+    assert x.gpu_faster_from.isna().all()  # device end to end (1 ms) never beats the CPU's 0.5 ms

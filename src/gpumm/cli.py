@@ -197,7 +197,9 @@ def cmd_coalescing(a):
 def cmd_coalescing_target(a):
     from gpumm import coalescing
 
-    coalescing.profile_target(Path(a.cubin), _coalescing_plan(a))
+    launched = coalescing.profile_target(Path(a.cubin), _coalescing_plan(a))
+    if a.launched:
+        Path(a.launched).write_text(json.dumps(launched))
 
 
 def cmd_overhead(a):
@@ -213,6 +215,8 @@ def cmd_profile_coalescing(a):
     from gpumm import coalescing, profile
 
     plan = _coalescing_plan(a)
+    launched = Path(a.out_dir) / "launched.json"
+    launched.unlink(missing_ok=True)
     target = [
         sys.executable,
         "-m",
@@ -224,13 +228,17 @@ def cmd_profile_coalescing(a):
         a.plan,
         "--seed",
         str(a.seed),
+        "--launched",
+        str(launched),
     ]
-    dev = coalescing.device()
-    configs = [c for c in coalescing.configurations(plan, dev) if coalescing.fits(c, dev)]
+    # at most every configuration of the plan (each size in both regimes); the target writes the configurations
+    # it really launched, and the labels come from that list
+    count = len(coalescing.configurations(plan, coalescing.Device(1, 1, 1 << 62, 1 << 62)))
     df = profile.run_target(
-        target, "regex:read_|copy4", len(configs), a.metrics.split(","), Path(a.out_dir), {"variant": "access_patterns"}
+        target, "regex:read_|copy4", count, a.metrics.split(","), Path(a.out_dir), {"variant": "access_patterns"}
     )
-    if (df.status == "ok").all():  # ncu numbers the launches 0, 1, ... in the target's order
+    configs = json.loads(launched.read_text()) if launched.is_file() else []
+    if (df.status == "ok").all() and configs:  # ncu numbers the launches 0, 1, ... in the target's order
         keys = ["pattern", "regime", "n", "copies", "stride", "offset"]
         labels = pd.DataFrame(configs)[keys].assign(launch=range(len(configs)))
         df = df.drop(columns=keys, errors="ignore")
@@ -355,6 +363,7 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--seed", type=int, default=0)
         s.add_argument("--metrics", default="gpu__time_duration.sum")
         s.add_argument("--out-dir", default="results/raw/coalescing")
+        s.add_argument("--launched", default="", help="coalescing-target: write the configurations launched here")
         s.set_defaults(fn=fn)
 
     s = sub.add_parser("bandwidth", help="copy bandwidths: host to device and back, device to device")

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 THROTTLE_SHARE = 0.98
 # NVML clock-event reasons that say the GPU was idle or that an application set
 # its clocks: neither is a slowdown of a running measurement.
-_BENIGN_REASONS = 0x1 | 0x2  # GpuIdle, ApplicationsClocksSetting
+_IDLE = 0x1  # GpuIdle
+_BENIGN_REASONS = _IDLE | 0x2  # and ApplicationsClocksSetting
 
 FIELDS = (
     "sm_clock_mhz",
@@ -35,15 +36,17 @@ def summarise(samples: list[tuple[int, int, int, int]], max_sm_mhz: int | None) 
     """Clock fields of one measurement from (sm MHz, mem MHz, °C, reasons) readings."""
     if not samples:
         return dict.fromkeys(FIELDS)
-    sm = [s[0] for s in samples]
+    # readings taken while the GPU was idle (between the host's steps) say nothing about a running kernel
+    busy = [s for s in samples if not s[3] & _IDLE] or samples
+    sm = [s[0] for s in busy]
     reasons = 0
-    for s in samples:
+    for s in busy:
         reasons |= s[3]
     low = min(sm)
     return {
         "sm_clock_mhz": statistics.median(sm),
         "sm_clock_min_mhz": low,
-        "mem_clock_mhz": statistics.median(s[1] for s in samples),
+        "mem_clock_mhz": statistics.median(s[1] for s in busy),
         "temperature_c": max(s[2] for s in samples),
         "clock_reasons": hex(reasons & ~_BENIGN_REASONS),
         "throttled": bool(max_sm_mhz) and low < THROTTLE_SHARE * max_sm_mhz,
@@ -51,14 +54,18 @@ def summarise(samples: list[tuple[int, int, int, int]], max_sm_mhz: int | None) 
 
 
 class _Nvml:
-    """The few NVML calls this module needs, on one device."""
+    """The few NVML calls this module needs, on one device (found by PCI bus id where given: NVML's indices
+    need not be CUDA's)."""
 
-    def __init__(self, index: int):
+    def __init__(self, index: int, pci_bus_id: str | None = None):
         import pynvml
 
         pynvml.nvmlInit()
         self.nv = pynvml
-        self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        if pci_bus_id:
+            self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+        else:
+            self.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
         old_name = "nvmlDeviceGetCurrentClocksThrottleReasons"  # before NVML 12.5
         self._reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(pynvml, old_name)
 
@@ -90,13 +97,14 @@ class Watch:
 
     interval_s: float = 0.002
     device_index: int = 0
+    pci_bus_id: str | None = None
 
     def __post_init__(self):
         self._samples: list = []
         self._stop = threading.Event()
         self._thread = None
         try:
-            self._nvml = _Nvml(self.device_index)
+            self._nvml = _Nvml(self.device_index, self.pci_bus_id)
             self.max_sm_mhz = self._nvml.max_sm()
         except Exception:  # no NVML here: the fields stay empty
             self._nvml, self.max_sm_mhz = None, None

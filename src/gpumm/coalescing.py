@@ -267,8 +267,7 @@ def run(cubin: Path, plan: Plan, progress: bool = True) -> pd.DataFrame:
             if not ok:
                 rows.append({**base, "status": "failed", "reason": why})
             else:
-                guess = timing.batch_size(timing.time_launches(launch, 0, 1)[0])
-                t = timing.time_batched(launch, plan.warmups, plan.repeats, guess)
+                t = timing.calibrated(launch, plan.warmups, plan.repeats)
                 rows += [
                     {
                         **base,
@@ -281,23 +280,23 @@ def run(cubin: Path, plan: Plan, progress: bool = True) -> pd.DataFrame:
                     }
                     for i, ms in enumerate(t.samples)
                 ]
-            del inp, out
+            del inp, out, launch  # the launch holds the arrays too
             cupy.get_default_memory_pool().free_all_blocks()
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def profile_target(cubin: Path, plan: Plan) -> int:
-    """One launch of every configuration that fits, in order, for ncu (which numbers them 0, 1, ...)."""
+def profile_target(cubin: Path, plan: Plan) -> list[dict]:
+    """One launch of every configuration that fits, in order, for ncu (which numbers them 0, 1, ...);
+    returns those configurations, so that the profile is labelled from what this process launched."""
     import cupy
 
     kernels = Kernels(cubin)
     dev = device()
-    launched = 0
-    for cfg in [c for c in configurations(plan, dev) if fits(c, dev)]:
+    launched = [c for c in configurations(plan, dev) if fits(c, dev)]
+    for cfg in launched:
         inp, out = inputs(cfg, plan.seed)
         kernels.bind(cfg, inp, out)()
         cupy.cuda.Device().synchronize()
-        launched += 1
         del inp, out
         cupy.get_default_memory_pool().free_all_blocks()
     return launched

@@ -26,18 +26,82 @@ def _read(path: Path) -> pd.DataFrame:
         return pd.DataFrame()
 
 
+def batched(tables: dict) -> bool:
+    """Whether this run's kernel times are batched (CUDA graphs), or one launch per event pair (older runs)."""
+    s = tables["samples"]
+    return "method" in s and s.loc[s.status == "ok", "method"].notna().any()
+
+
+def launch_floor_ms(tables: dict) -> float:
+    """Per-launch time of an empty kernel in a CUDA graph on this run's GPU (NaN where not measured)."""
+    from gpumm.analysis import launch_floor_ms as floor
+
+    return floor(tables.get("overhead", pd.DataFrame()))
+
+
+def regime_note(tables: dict) -> str:
+    """One sentence: how the kernel times of this run were taken, and what their floor is."""
+    if not batched(tables):
+        return (
+            "**Timing regime:** this run timed each launch between its own pair of CUDA events (before batched "
+            "timing), so any kernel time below about 10–25 µs is the host's launch overhead (CuPy's dispatch for "
+            "cuBLAS), not the kernel; small sizes run from the L2."
+        )
+    floor = launch_floor_ms(tables)
+    at = f" {floor * 1e3:.2f} µs per launch on this GPU" if floor == floor else " measured on the profiles page"
+    return (
+        "**Timing regime:** every kernel time is per launch, from CUDA graphs of back-to-back launches (each "
+        f"sample lasts at least 2 ms); the floor of that method, an empty kernel, is{at}. Inputs stay resident "
+        "between launches, so sizes whose matrices fit in the L2 run from the cache."
+    )
+
+
 def header(tables: dict) -> None:
-    """Show the data-source sentence; every page starts with it."""
+    """Show the data-source sentence and how the numbers were taken; every page starts with them."""
     sns.set_theme(style="whitegrid", context="notebook")
     display(Markdown(f"**{banner(tables['source'])}**"))
-    stale = tables["variants"].query("stale")["variant"].tolist()
-    missing = tables["variants"].query("origin == 'not measured'")["variant"].tolist()
-    if stale:
+    variants = tables["variants"]
+    stale = variants.query("stale")["variant"].tolist()
+    missing = variants.query("origin == 'not measured'")["variant"].tolist()
+    if stale and len(stale) == len(variants.query("origin == 'replayed'")):
+        display(
+            Markdown(
+                "**Stale:** the kernel source, catalog entry or launch code of every replayed variant changed since "
+                "the archived run: its numbers are for the code of that run."
+            )
+        )
+    elif stale:
         display(
             Markdown(f"**Stale:** {', '.join(stale)} changed since the archived run; numbers are for the old source.")
         )
     if missing:
         display(Markdown(f"**Not measured:** {', '.join(missing)} (not in the archive; no numbers shown)."))
+    differs = tables["source"].get("data_source", {}).get("config_differs") or []
+    if differs:
+        display(
+            Markdown(
+                "**Configuration:** the archived run used other settings than this configuration; the pages show "
+                "the archived run's: " + "; ".join(differs) + "."
+            )
+        )
+    display(Markdown(regime_note(tables)))
+    throttled = _throttled(tables["summary"])
+    if throttled:
+        display(Markdown(f"**Throttled:** {throttled}"))
+
+
+def _throttled(summary: pd.DataFrame) -> str:
+    """Which timed sets ran with the SM clock below its maximum ('' when none, or not recorded)."""
+    if "throttled" not in summary:
+        return ""
+    t = summary[summary.throttled.astype(str).str.lower() == "true"]
+    if t.empty:
+        return ""
+    low = t.sm_clock_min_mhz.min()
+    names = ", ".join(
+        sorted({f"{r.variant} at {r.M}×{r.N}×{r.K} ({r.memory_mode}, {r.timed})" for r in t.itertuples()})
+    )
+    return f"{len(t)} timed sets ran below the maximum SM clock (lowest {low:.0f} MHz): {names}."
 
 
 def md(text: str) -> None:
@@ -50,6 +114,11 @@ def show(df: pd.DataFrame, precision: int = 1, **formats) -> None:
         md("*(nothing in this run)*")
         return
     display(df.style.hide(axis="index").format(formats or None, precision=precision, na_rep="—"))
+
+
+def is_power_of_two(n) -> bool:
+    n = int(n)
+    return n > 0 and n & (n - 1) == 0
 
 
 def square(summary: pd.DataFrame, timed: str = "kernel", mode: str = "device") -> pd.DataFrame:
@@ -73,8 +142,15 @@ def size_plot(
     ylabel: str = "GFLOP/s",
     ax=None,
     mode: str | None = "device",
+    floor_ms: float = float("nan"),
 ):
-    """Median (IQR band) of ``y`` against square size, one line per variant, log-log; memory ``mode`` only."""
+    """Median (IQR band) of ``y`` against square size, one line per variant, log-log; memory ``mode`` only.
+
+    Only powers of two are drawn (another square size inside the sweep, such as
+    1000, would make a false step). ``floor_ms``, the launch-overhead floor,
+    is drawn as its own dashed line: a time at it (or a rate at its ceiling,
+    2n³ over the floor) measures the launch, not the kernel.
+    """
     d = samples[
         (samples.status == "ok")
         & (samples.M == samples.N)
@@ -82,6 +158,7 @@ def size_plot(
         & (samples.timed == timed)
         & samples.variant.isin(variants)
     ].copy()
+    d = d[d.M.map(is_power_of_two)]
     if mode is not None:
         d = d[d.memory_mode.isin([mode, "host"])]  # the CPU baselines run in host memory
     if d.empty:
@@ -104,11 +181,66 @@ def size_plot(
     )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ticks = [int(n) for n in sorted(d.M.unique()) if int(n) & (int(n) - 1) == 0]  # powers of two only
+    ticks = [int(n) for n in sorted(d.M.unique())]
+    if floor_ms == floor_ms and ticks:
+        n = pd.Series(ticks, dtype=float)
+        if y == "ms":
+            ax.plot(n, [floor_ms * scale] * len(n), ls="--", color="grey", label="launch-overhead floor")
+        elif y == "gflops":  # the rate a kernel at the floor would show; drawn where it is near the data
+            ceiling = 2 * n**3 / (floor_ms * 1e-3) / 1e9 * scale
+            near = ceiling <= 10 * d.value.max()
+            ax.plot(n[near], ceiling[near], ls="--", color="grey", label="launch-overhead ceiling")
     ax.set_xticks(ticks, labels=[str(n) for n in ticks])
     if len(ticks) > 7:
         ax.tick_params(axis="x", labelrotation=60)
     ax.xaxis.set_minor_locator(plt.NullLocator())
     ax.set(xlabel="size n (all matrices n × n)", ylabel=ylabel, title=title)
-    sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1), fontsize="small", title=None)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     return ax
+
+
+def profile_at(tables: dict, variant: str, n: int):
+    """The profile summary row of ``variant`` at size ``n`` (a Series), or None."""
+    ps = tables.get("profile_summary", pd.DataFrame())
+    if ps.empty:
+        return None
+    r = ps[(ps.variant == variant) & (ps["size"] == n)]
+    return r.iloc[0] if len(r) else None
+
+
+def traffic(tables: dict, variants: list[str], n: int) -> str:
+    """A sentence citing the profiles of ``variants`` at size ``n``: DRAM traffic over the minimum, sectors per
+    request; or saying that this run has no profile at ``n`` (so that no page cites a cached-regime profile
+    to explain a DRAM-regime result)."""
+    rows = [(v, profile_at(tables, v, n)) for v in variants]
+    have = [(v, r) for v, r in rows if r is not None]
+    if not have:
+        ps = tables.get("profile_summary", pd.DataFrame())
+        sizes = sorted({int(s) for s in ps["size"]}) if len(ps) else []
+        where = f"its profiles are at {', '.join(map(str, sizes))}" if sizes else "it has no profiles"
+        return (
+            f"This run has no Nsight Compute profile at {n} ({where}), so the traffic behind these numbers is "
+            "not shown; the profiles page says which regime each profile is in."
+        )
+    regime = have[0][1].regime
+    ratio = have[0][1].working_set_over_l2
+    parts = [
+        f"{v} moves {r.dram_over_minimum:.1f}× the minimum DRAM traffic ({r.sectors_per_request:.1f} sectors per "
+        "global load request)"
+        for v, r in have
+    ]
+    return (
+        f"Nsight Compute at {n}³ ({regime} regime: the three matrices are {ratio:.1f}× the L2): "
+        + "; ".join(parts)
+        + "."
+    )
+
+
+def span(values, fmt: str = "{:.1f}", unit: str = "×") -> str:
+    """'2.6×' for one value (or equal ones), '2.6× to 3.1×' for a range; NaNs ignored."""
+    v = pd.Series(values, dtype=float).dropna()
+    if v.empty:
+        return "—"
+    lo, hi = fmt.format(v.min()), fmt.format(v.max())
+    return f"{lo}{unit}" if lo == hi else f"{lo}{unit} to {hi}{unit}"

@@ -108,11 +108,7 @@ class Launcher:
     def _cpu(self, A: np.ndarray, B: np.ndarray, C: np.ndarray) -> Callable[[], None]:
         v = self.variant
         if v.entry == "blas":
-            if v.threads:
-                from threadpoolctl import threadpool_limits
-
-                # held for the rest of this process: one measurement job runs one variant
-                self._limits = threadpool_limits(limits=v.threads, user_api="blas")
+            _blas_threads(v.threads)
             return lambda: np.matmul(A, B, out=C)
         M, K = A.shape
         N = B.shape[1]
@@ -123,3 +119,18 @@ class Launcher:
         args = (A.ctypes.data_as(ptr), B.ctypes.data_as(ptr), C.ctypes.data_as(ptr), M, N, K)
         host = self._host
         return lambda: host(*args)
+
+
+_BLAS_LIMIT = None  # the thread limit in force, held for the process (one measurement job runs one variant)
+
+
+def _blas_threads(threads: int | None) -> None:
+    """Limit NumPy's BLAS to ``threads`` threads, or give it back every core (None)."""
+    global _BLAS_LIMIT
+    if _BLAS_LIMIT is not None:
+        _BLAS_LIMIT.restore_original_limits()
+        _BLAS_LIMIT = None
+    if threads:
+        from threadpoolctl import threadpool_limits
+
+        _BLAS_LIMIT = threadpool_limits(limits=threads, user_api="blas")

@@ -106,7 +106,7 @@ def _run(variant: Variant, binary: Path | None, plan: Plan, progress: bool) -> p
     from tqdm import tqdm
 
     launcher = Launcher(variant, binary)
-    watch = clocks.Watch() if variant.on_gpu else None
+    watch = clocks.Watch(pci_bus_id=_bus_id()) if variant.on_gpu else None
     modes = plan.modes if variant.on_gpu else ["host"]
     rows: list[dict] = []
     work = [(m, s) for m in modes for s in plan.shapes]
@@ -213,14 +213,6 @@ def _timed_set(watch, fn, *args) -> tuple[timing.Timed, dict]:
     return result, seen
 
 
-def _batched(launch, warmups: int, repeats: int) -> timing.Timed:
-    """Calibrate the batch on one graph of a first guess, then take the samples."""
-    guess = timing.batch_size(timing.time_launches(launch, 0, 1)[0])
-    if guess > 1:  # the single launch included the host's launch latency: measure once in a graph
-        guess = timing.batch_size(timing.time_batched(launch, 0, 1, guess).samples[0])
-    return timing.time_batched(launch, warmups, repeats, guess)
-
-
 def _single(launch, warmups: int, repeats: int) -> timing.Timed:
     return timing.Timed(timing.time_launches(launch, warmups, repeats), 1, "single")
 
@@ -246,13 +238,14 @@ def _one_shape(launcher, mode, plan, base, flops, watch):
     A, B, C, A_host, B_host, product = arrays
     library = product.library
     if variant.on_gpu:
-        timer, warmups, repeats = _batched, plan.warmups, plan.repeats
+        timer, warmups, repeats = timing.calibrated, plan.warmups, plan.repeats
     else:
         timer, warmups, repeats = _host, 1, plan.cpu_repeats
     # one run predicts the whole measurement; skip it if over budget
     single = (timing.time_launches(product, 0, 1)[0] if variant.on_gpu else timing.time_host(product, 0, 1)[0]) / 1e3
-    if single * (warmups + repeats) > plan.budget_s:
-        reason = f"one run took {single:.2f} s: {warmups + repeats} runs > budget {plan.budget_s:g} s"
+    runs = warmups + repeats + (plan.cold_repeats if "cold" in mode.info.timed else 0)
+    if single * runs > plan.budget_s:
+        reason = f"one run took {single:.2f} s: {runs} runs > budget {plan.budget_s:g} s"
         return [{**base, **common, "status": "skipped", "reason": reason}], single
     timed: dict[str, tuple[timing.Timed, dict]] = {}
     if "cold" in mode.info.timed:
@@ -350,14 +343,23 @@ def write(df: pd.DataFrame, meta: dict, out_dir: Path) -> None:
     (out_dir / "meta.json.tmp").replace(out_dir / "meta.json")
 
 
-def device_identity() -> dict:
-    """Which GPU a measurement ran on: CUDA index, name and UUID (NVML), or nothing on the host."""
+def _bus_id() -> str | None:
+    """PCI bus id of the current CUDA device: how NVML finds the same GPU (its indices may differ from CUDA's)."""
     try:
         import cupy
 
-        index = cupy.cuda.Device().id
-        watch = clocks.Watch(device_index=index)
-        return {"index": index, **watch.identity()}
+        return cupy.cuda.Device().pci_bus_id
+    except Exception:
+        return None
+
+
+def device_identity() -> dict:
+    """Which GPU a measurement ran on: CUDA index, PCI bus id, name and UUID (NVML), or nothing on the host."""
+    try:
+        import cupy
+
+        bus = _bus_id()
+        return {"index": cupy.cuda.Device().id, "pci_bus_id": bus, **clocks.Watch(pci_bus_id=bus).identity()}
     except Exception:
         return {}
 

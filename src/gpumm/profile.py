@@ -130,6 +130,8 @@ def run_target(
             exe,
             "--clock-control",
             "none",
+            "--kernel-name-base",
+            "demangled",  # library kernels (cuBLAS's CUTLASS templates) are matched on their full names
             "--metrics",
             ",".join(metrics),
             "-k",

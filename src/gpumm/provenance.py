@@ -84,7 +84,7 @@ def collect(config_digest: str, variants: dict[str, str], decision_why: str, con
 
     from gpumm import clocks
 
-    watch = clocks.Watch()
+    watch = clocks.Watch(pci_bus_id=cupy.cuda.Device(0).pci_bus_id)
     return {
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "gpu": gpu(),

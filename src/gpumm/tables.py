@@ -118,6 +118,30 @@ def verification(summary: pd.DataFrame) -> pd.DataFrame:
     return s[[c for c in cols if c in s]].reset_index(drop=True)
 
 
+def _legacy_coalescing(df: pd.DataFrame, l2: float) -> pd.DataFrame:
+    """Columns an access-pattern table from before the GPU-filling redesign lacks, from what it records.
+
+    Those runs read one matrix with n threads (copies = 1) and launched one
+    thread per strided element (no batching): the regime follows from the
+    working set against the L2 ('l2' when it fits in half of it, 'dram' from
+    3 times it, else 'mixed').
+    """
+    if "pattern" not in df or df.empty:
+        return df
+    df = df.copy()
+    n = pd.to_numeric(df.n, errors="coerce")
+    stride = pd.to_numeric(df.stride, errors="coerce").fillna(0)
+    matrix = df.pattern.isin(["rows", "cols"])
+    ws = np.where(matrix, 4 * n * n, 4 * (n * stride.clip(lower=1) + n))
+    df["copies"] = 1
+    df["threads"] = n
+    df["working_set_bytes"] = ws
+    df["batch"] = 1
+    ratio = ws / l2 if l2 == l2 else np.full(len(df), np.nan)
+    df["regime"] = np.select([ratio <= 0.5, ratio >= 3], ["l2", "dram"], "mixed")
+    return df
+
+
 def _json(path: Path) -> dict:
     return json.loads(path.read_text())
 
@@ -207,6 +231,8 @@ def _memory_tables(results: Path, summary: pd.DataFrame, resources: pd.DataFrame
         else pd.DataFrame(columns=["transfer", "median_gbs", "q25_gbs", "q75_gbs"])
     )
     d2d = bandwidth.set_index("transfer").median_gbs.get("device_to_device", float("nan"))
+    if "pattern" in co and "regime" not in co:
+        co, prof = _legacy_coalescing(co, l2), _legacy_coalescing(prof, l2)
     if "pattern" in co:
         patterns = analysis.coalescing_summary(co, d2d, l2)
         spr = analysis.sectors_per_request(prof)
