@@ -33,6 +33,10 @@ SELECTION = {
     for name, fam in catalog.load().items()
 }
 VARIANTS = catalog.expand(SELECTION)
+MATMULS = [v for v in VARIANTS if v.op == "matmul"]
+MOVERS = [v for v in VARIANTS if v.op != "matmul"]  # the transposes and their copy
+MOVER_SHAPES = [(16, 16), (1000, 1000), (1023, 1023), (1024, 1024), (4097, 4097), (8192, 8192), (16384, 16384)]
+MOVER_SHAPES += [(1, 4097), (4097, 1), (1023, 1025), (16384, 32), (32, 16384)]
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +79,7 @@ def run_once(launcher, M, N, K, seed, exact=False):
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("vid", [v.id for v in VARIANTS])
+@pytest.mark.parametrize("vid", [v.id for v in MATMULS])
 def test_variant_matches_float64_reference(launchers, vid, shape):
     seed = hash((vid, shape)) & 0xFFFF
     check = run_once(launchers[vid], *shape, seed=seed, exact=True)
@@ -113,7 +117,31 @@ def test_each_mode_allocates_what_it_says(mode, kind):
 SIX = ["naive", "tiled_tile16", "no_bank_conflict_tile16", "outer_product", "unrolled", "cublas"]
 
 
-@pytest.mark.parametrize("vid", [v.id for v in VARIANTS if v.on_gpu])
+@pytest.mark.parametrize("shape", MOVER_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("vid", [v.id for v in MOVERS])
+def test_transposes_and_copy_are_exact(launchers, vid, shape):
+    """Bit for bit, output poisoned first, at every listed shape (odd, tall, wide)."""
+    from gpumm import operations
+
+    v = launchers[vid].variant
+    checked = operations.get(v.op).check(launchers[vid], memory.get("device"), 11, 0, (*shape, 1))
+    assert checked.exact.ok, checked.exact.reason
+
+
+def test_memory_hierarchy_chase_and_reads_verify(tmp_path, arch):
+    from gpumm import hierarchy
+
+    m = catalog.microbenchmarks()["memory_hierarchy"]
+    build.build_file(catalog.paths.KERNELS / m["file"], m["entries"], arch, tmp_path)
+    plan = hierarchy.Plan(min_bytes=4096, l2_multiple=1, per_octave=1, steps=2000, repeats=2, warmups=1)
+    df = hierarchy.run(tmp_path / "kernel.cubin", plan, progress=False)
+    assert (df.status == "ok").all(), df[df.status != "ok"].reason.tolist()
+    lat = df[df.kind == "latency"].groupby("bytes").ns_per_step.median()
+    assert lat.iloc[-1] > 2 * lat.iloc[0]  # a buffer the size of the L2 is slower to chase than 4 KiB
+    assert set(df[df.kind == "bandwidth"].level) == {"shared", "L2", "DRAM"}
+
+
+@pytest.mark.parametrize("vid", [v.id for v in MATMULS if v.on_gpu])
 def test_variants_verify_under_every_memory_mode(launchers, vid):
     plan = measure.Plan(
         shapes=[(64, 64, 64), (333, 517, 129), (1000, 1000, 1000)],

@@ -149,7 +149,27 @@ def test_parallel_gpu_jobs_are_refused_without_a_limit():
     assert "gpu=2" in gpu.parallel_problem("measure", {"gpu": 2}, 8)
 
 
-GPU_COMMANDS = {"measure", "profile", "provenance", "coalescing", "profile-coalescing", "bandwidth", "overhead"}
+GPU_COMMANDS = {
+    "measure",
+    "profile",
+    "provenance",
+    "coalescing",
+    "profile-coalescing",
+    "bandwidth",
+    "overhead",
+    "hierarchy",
+}
+# steps that never touch the GPU themselves (the *-target steps run under ncu, inside a GPU step)
+CPU_COMMANDS = {"build", "build-micro", "replay", "replay-provenance", "replay-study", "collect", "index", "archive"}
+CPU_COMMANDS |= {"import-profile", "profile-target", "coalescing-target"}
+
+
+def test_every_step_of_the_command_line_is_classified():
+    """A new step must be put in one of the two sets, and so under the resource test below."""
+    from gpumm.cli import parser
+
+    sub = next(a for a in parser()._actions if a.dest == "cmd")
+    assert set(sub.choices) == GPU_COMMANDS | CPU_COMMANDS and not GPU_COMMANDS & CPU_COMMANDS
 
 
 def _jobs(text):

@@ -129,7 +129,7 @@ def test_replay_copies_flags_stale_and_lists_missing(tmp_path, monkeypatch):
     assert json.loads((results / "build" / t8.id / "resources.json").read_text())["status"] == "not measured"
     prov = replay.provenance(archive, "no GPU here", {v.id: v.digest() for v in (naive, t16, t8)}, results)
     assert prov["data_source"]["mode"] == "replay" and "h200" in prov["data_source"]["archive"]
-    for name in ("coalescing", "bandwidth", "overhead"):  # not in this archive: files saying so, no numbers
+    for name in ("coalescing", "bandwidth", "overhead", "hierarchy"):  # not in this archive: no numbers
         assert "not in the archive" in replay.study(name, archive, results)
     assert pd.read_csv(results / "raw" / "bandwidth" / "samples.csv").status.tolist() == ["not measured"]
     monkeypatch.chdir(tmp_path)

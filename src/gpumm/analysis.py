@@ -293,7 +293,7 @@ def sectors_per_request(profile: pd.DataFrame) -> pd.DataFrame:
     return (wide[sec] / wide[req]).rename("sectors_per_request").reset_index()
 
 
-def profile_summary(profiles: pd.DataFrame, l2_bytes: float, resources: pd.DataFrame | None = None) -> pd.DataFrame:
+def profile_summary(profiles: pd.DataFrame, l2_bytes: float, footprints: dict[str, int] | None = None) -> pd.DataFrame:
     """One row per variant and profiled size: the regime and the derived counters the pages cite.
 
     - regime: ``dram`` when A, B and C (3·4·n² bytes) are at least 3× the L2,
@@ -301,9 +301,12 @@ def profile_summary(profiles: pd.DataFrame, l2_bytes: float, resources: pd.DataF
     - sectors per request of the global loads (4 = a warp's 32 floats in one
       128-byte line);
     - DRAM bytes (read + written) over the minimum 3·4·n² (each matrix moved
-      once): re-reads the caches did not absorb;
-    - FLOPs per DRAM byte: 2n³ over the DRAM bytes (S2-CGMA, measured).
+      once; 2·4·n² for a transpose or copy): re-reads the caches did not absorb;
+    - FLOPs per DRAM byte: 2n³ over the DRAM bytes (S2-CGMA, measured; matrix multiplies only).
+
+    ``footprints`` maps a variant to its arrays' bytes over n² (12, the default, for a matrix multiply).
     """
+    footprints = footprints or {}
     from gpumm.profile import regime
 
     cols = [
@@ -313,6 +316,7 @@ def profile_summary(profiles: pd.DataFrame, l2_bytes: float, resources: pd.DataF
         "working_set_over_l2",
         "kernel",
         "sectors_per_request",
+        "store_sectors_per_request",
         "dram_bytes",
         "dram_over_minimum",
         "flop_per_dram_byte",
@@ -329,6 +333,9 @@ def profile_summary(profiles: pd.DataFrame, l2_bytes: float, resources: pd.DataF
     for (variant, n), r in wide.iterrows():
         n = int(n)
         get = r.get
+        fp = footprints.get(variant, 12)
+        minimum = fp * n * n
+        st_req = get("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", math.nan)
         dram = get("dram__bytes_read.sum", math.nan) + get("dram__bytes_write.sum", math.nan)
         req = get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", math.nan)
         conflicts = get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", 0.0) + get(
@@ -338,15 +345,18 @@ def profile_summary(profiles: pd.DataFrame, l2_bytes: float, resources: pd.DataF
             {
                 "variant": variant,
                 "size": n,
-                "regime": regime(n, l2_bytes),
-                "working_set_over_l2": 12 * n * n / l2_bytes if l2_bytes else math.nan,
+                "regime": regime(n, l2_bytes, fp),
+                "working_set_over_l2": minimum / l2_bytes if l2_bytes else math.nan,
                 "kernel": kernels.get((variant, r.name[1]), ""),
                 "sectors_per_request": get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", math.nan) / req
                 if req
                 else math.nan,
+                "store_sectors_per_request": get("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", math.nan) / st_req
+                if st_req
+                else math.nan,
                 "dram_bytes": dram,
-                "dram_over_minimum": dram / (12 * n * n),
-                "flop_per_dram_byte": 2 * n**3 / dram if dram else math.nan,
+                "dram_over_minimum": dram / minimum,
+                "flop_per_dram_byte": 2 * n**3 / dram if dram and fp == 12 else math.nan,
                 "bank_conflicts": conflicts,
                 "achieved_occupancy_pct": get("sm__warps_active.avg.pct_of_peak_sustained_active", math.nan),
                 "duration_ms": get("gpu__time_duration.sum", math.nan) / 1e6,
@@ -404,3 +414,193 @@ def cpu_crossover(summary: pd.DataFrame, gpu_variants: list[str], cpu_variants: 
                 }
             )
     return pd.DataFrame(rows, columns=cols)
+
+
+TRANSPOSE_GOAL = {"size": 8192, "of_copy_kernel": 0.95, "of_device_copy": 0.90}
+
+
+def transpose_summary(summary: pd.DataFrame, variants: pd.DataFrame, device_copy_gbs: float) -> pd.DataFrame:
+    """Every transpose and the copy at every shape: GB/s (bytes read + written), share of the same run's copy
+    kernel and device-to-device copy at that shape, and speed-up over the naive transpose."""
+    cols = ["variant", "op", "M", "N", "status", "reason", "median_ms", "iqr_pct", "gbs", "batch"]
+    ops = variants.set_index("variant").op if "op" in variants else pd.Series(dtype=str)
+    mine = [v for v in summary.variant.unique() if ops.get(v, "matmul") in ("transpose", "copy")]
+    s = summary[summary.variant.isin(mine) & (summary.memory_mode == "device") & (summary.timed == "kernel")].copy()
+    if s.empty:
+        return pd.DataFrame(columns=[*cols, "share_of_copy_kernel", "share_of_device_copy", "speedup_over_naive"])
+    s["op"] = s.variant.map(ops)
+    s = s[[c for c in cols if c in s]]
+    ok = s[s.status == "ok"]
+    copy = ok[ok.op == "copy"].groupby(["M", "N"]).gbs.max()
+    naive = ok[ok.variant == "transpose_naive"].set_index(["M", "N"]).median_ms
+    key = list(zip(s.M, s.N))
+    s["share_of_copy_kernel"] = [g / copy.get(k, math.nan) for g, k in zip(s.gbs, key)]
+    s["share_of_device_copy"] = s.gbs / device_copy_gbs if device_copy_gbs else math.nan
+    s["speedup_over_naive"] = [naive.get(k, math.nan) / ms for ms, k in zip(s.median_ms, key)]
+    return s.reset_index(drop=True)
+
+
+def transpose_goal(table: pd.DataFrame, goal: dict = TRANSPOSE_GOAL) -> dict:
+    """The issue's benchmark goal, read on the data: at the goal's size and above, the best transpose's share
+    of the copy kernel and of the device-to-device copy (the lower of its shares over those sizes)."""
+    t = table[(table.op == "transpose") & (table.status == "ok") & (table.M == table.N) & (table.M >= goal["size"])]
+    if t.empty:
+        return {"measured": False}
+    best = t.groupby("variant").share_of_copy_kernel.min().idxmax()
+    b = t[t.variant == best]
+    of_copy, of_d2d = b.share_of_copy_kernel.min(), b.share_of_device_copy.min()
+    return {
+        "measured": True,
+        "best": best,
+        "sizes": sorted(int(m) for m in b.M),
+        "of_copy_kernel": of_copy,
+        "of_device_copy": of_d2d,
+        "met": bool(of_copy >= goal["of_copy_kernel"] and of_d2d >= goal["of_device_copy"]),
+    }
+
+
+LEVELS = ("L1", "L2", "DRAM")
+
+
+def latency_plateaus(sizes, latencies, tolerance: float = 0.25, min_points: int = 2) -> pd.DataFrame:
+    """Plateaus of a latency sweep (buffer size ascending): runs of consecutive sizes whose latency stays
+    within ``tolerance`` (relative) of the run's first point, at least ``min_points`` long. The points of a
+    transition between two levels form short runs and are left out. The first plateau is named L1, the last
+    DRAM and one between them L2 (more than one between: L2, L2 (2), ...)."""
+    pts = sorted(zip(sizes, latencies))
+    runs, cur = [], []
+    for size, lat in pts:
+        if cur and abs(lat / cur[0][1] - 1) > tolerance:
+            runs.append(cur)
+            cur = []
+        cur.append((size, lat))
+    if cur:
+        runs.append(cur)
+    runs = [r for r in runs if len(r) >= min_points]
+    rows = []
+    for i, r in enumerate(runs):
+        if i == 0:
+            level = "L1"
+        elif i == len(runs) - 1 and len(runs) > 1:
+            level = "DRAM"
+        else:
+            level = "L2" if i == 1 else f"L2 ({i})"
+        lat = [x[1] for x in r]
+        rows.append(
+            {
+                "level": level,
+                "from_bytes": r[0][0],
+                "to_bytes": r[-1][0],
+                "points": len(r),
+                "latency": float(pd.Series(lat).median()),
+            }
+        )
+    return pd.DataFrame(rows, columns=["level", "from_bytes", "to_bytes", "points", "latency"])
+
+
+def hierarchy_tables(samples: pd.DataFrame, gpu: dict) -> dict[str, pd.DataFrame]:
+    """The latency sweep (median per size), its plateaus (in ns and cycles), and the bandwidth per level."""
+    empty = {
+        "hierarchy_latency": pd.DataFrame(columns=["bytes", "ns_per_step", "cycles_per_step"]),
+        "hierarchy_levels": pd.DataFrame(
+            columns=["level", "from_bytes", "to_bytes", "points", "latency_ns", "latency_cycles"]
+        ),
+        "hierarchy_bandwidth": pd.DataFrame(columns=["level", "median_gbs", "q25_gbs", "q75_gbs"]),
+    }
+    if "kind" not in samples or samples.empty:
+        return empty
+    ok = samples[samples.status == "ok"]
+    lat = ok[ok.kind == "latency"].groupby("bytes")[["ns_per_step", "cycles_per_step"]].median().reset_index()
+    if len(lat):
+        ns = latency_plateaus(lat.bytes, lat.ns_per_step).rename(columns={"latency": "latency_ns"})
+        ns["latency_cycles"] = [
+            float(lat[(lat.bytes >= a) & (lat.bytes <= b)].cycles_per_step.median())
+            for a, b in zip(ns.from_bytes, ns.to_bytes)
+        ]
+    else:
+        ns = empty["hierarchy_levels"]
+    bw = ok[ok.kind == "bandwidth"].groupby("level").gbs
+    bandwidth = pd.DataFrame(
+        {"median_gbs": bw.median(), "q25_gbs": bw.quantile(0.25), "q75_gbs": bw.quantile(0.75)}
+    ).reset_index()
+    return {"hierarchy_latency": lat, "hierarchy_levels": ns, "hierarchy_bandwidth": bandwidth}
+
+
+DEVICE_MEMORY = [  # (quantity as typed from seed 003's table, provenance key, scale to the table's unit)
+    ("32-bit registers per block", "regs_per_block", 1),
+    ("shared memory per block", "smem_per_block", 1),
+    ("constant memory", "constant_bytes", 1),
+    ("global memory", "memory_bytes", 1 / 2**20),
+    ("L2 cache", "l2_bytes", 1),
+]
+
+
+def device_memory_table(published: pd.DataFrame, gpu: dict) -> pd.DataFrame:
+    """Seed 003's device-memory table (S3-MEM), one column per GPU it lists, and this run's GPU from the
+    device's own properties (provenance); a property the run did not record is empty, never typed."""
+    p = published[published.study_id == "S3-MEM"]
+    table = p.pivot_table(index="quantity", columns="gpu", values="value", aggfunc="first", dropna=False)
+    units = p.drop_duplicates("quantity").set_index("quantity").unit
+    rows = []
+    for quantity, key, scale in DEVICE_MEMORY:
+        ours = gpu.get(key)
+        rows.append(
+            {
+                "quantity": quantity,
+                "unit": units.get(quantity, ""),
+                **{g: table.at[quantity, g] if quantity in table.index else math.nan for g in table.columns},
+                gpu.get("name", "this run's GPU"): ours * scale if ours is not None else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def cgma_table(estimate: pd.DataFrame, profile_summary: pd.DataFrame, profiles: pd.DataFrame) -> pd.DataFrame:
+    """The compute-to-global-memory-access ratio (S3-CGMA) of the naive kernel and every tiled build.
+
+    - model: flops per global access of the kernel's loop as the lecture counts it: the naive loop does
+      2 flops for its 2 loads (1; the lecture's 2/3 also counts C[i], which our kernel keeps in a register),
+      a w x w tile does 2w flops for 2 loads per thread and step (w);
+    - loop: 2 x FMAs / global loads of the innermost loop, counted in the PTX and in the SASS;
+    - measured (Nsight Compute, per profiled size): FP32 operations (2 per FFMA, 1 per FADD or FMUL) over
+      the global load accesses (requests x 32 threads), and over DRAM bytes x 4 (accesses that reached DRAM).
+    """
+    cols = ["variant", "w", "model", "loop_ptx", "loop_sass", "size", "regime", "measured_per_access"]
+    cols += ["measured_per_dram_access"]
+    if estimate.empty:
+        return pd.DataFrame(columns=cols)
+    e = estimate[estimate.family.isin(["naive", "tiled"])]
+    ok = profiles[profiles.status == "ok"] if "status" in profiles else profiles.iloc[0:0]
+    wide = ok.pivot_table(index=["variant", "M"], columns="metric", values="value", aggfunc="first")
+    rows = []
+    for v, g in e.groupby("variant", sort=False):
+        fam = g.family.iloc[0]
+        w = 1 if fam == "naive" else int(str(v).rsplit("tile", 1)[1])
+        level = g.set_index("level").cgma
+        base = {"variant": v, "w": w, "model": float(w), "loop_ptx": level.get("ptx"), "loop_sass": level.get("sass")}
+        sizes = profile_summary[profile_summary.variant == v] if len(profile_summary) else profile_summary
+        if sizes.empty:
+            rows.append(base)
+        for r in sizes.itertuples():
+            m = wide.loc[(v, r.size)] if (v, r.size) in wide.index else pd.Series(dtype=float)
+            flops = 2 * m.get("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", math.nan)
+            flops += m.get("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", 0.0)
+            flops += m.get("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", 0.0)
+            accesses = 32 * m.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", math.nan)
+            rows.append(
+                {
+                    **base,
+                    "size": r.size,
+                    "regime": r.regime,
+                    "measured_per_access": flops / accesses if accesses else math.nan,
+                    "measured_per_dram_access": flops / (r.dram_bytes / 4) if r.dram_bytes else math.nan,
+                }
+            )
+    return pd.DataFrame(rows, columns=cols).sort_values(["w", "variant", "size"]).reset_index(drop=True)
+
+
+def cgma_to_peak(gpu: dict, dram_gbs: float) -> float:
+    """The CGMA (flops per 4-byte global access served by DRAM) at which the FP32 peak stops being out of
+    reach of the measured DRAM bandwidth: peak / (bandwidth / 4)."""
+    peak = fp32_peak(gpu)
+    return peak / (dram_gbs * 1e9 / 4) if dram_gbs else math.nan

@@ -49,6 +49,7 @@ class Variant:
     max_size: int | None = None
     rung_below: str | None = None
     threads: int | None = None  # cpu blas: BLAS threads (None: every core)
+    op: str = "matmul"  # what it computes: an operation of gpumm.operations
 
     @property
     def is_cuda(self) -> bool:
@@ -237,6 +238,7 @@ def expand(selection: dict[str, dict[str, list[int]]], families: dict | None = N
                 max_size=fam.get("max_size"),
                 rung_below=fam.get("rung_below"),
                 threads=fam.get("threads"),
+                op=fam.get("op", "matmul"),
             )
             if variant.is_cuda:
                 threads = variant.block_dims()[0] * variant.block_dims()[1]

@@ -80,18 +80,19 @@ def cmd_profile_target(a):
     """One product of a variant at each size, smallest first, for ncu to catch (no verification)."""
     import cupy
 
-    from gpumm import measure, memory
+    from gpumm import memory, operations
     from gpumm.launch import Launcher
 
     v = catalog.from_id(a.variant)
+    op = operations.get(v.op)
     mode = memory.get("device")
     launcher = Launcher(v, Path(a.binary) if a.binary else None)
     for n in sorted(_ints(a.sizes)):
-        A_host, B_host = measure.inputs(a.seed, n, n, n)
-        A, B, C = mode.place(A_host), mode.place(B_host), mode.empty((n, n))
-        launcher.bind(A, B, C)()
+        inputs = [mode.place(h) for h in op.profile_arrays(a.seed, n)]
+        out = mode.empty(op.output_shape(n, n, n))
+        launcher.bind(*inputs, out)()
         cupy.cuda.Device().synchronize()
-        del A, B, C
+        del inputs, out
 
 
 def cmd_provenance(a):
@@ -211,6 +212,17 @@ def cmd_overhead(a):
     print("launch overhead, µs per launch (median):\n" + med.round(2).to_string())
 
 
+def cmd_hierarchy(a):
+    from gpumm import hierarchy
+
+    plan = hierarchy.Plan(warmups=a.warmups, repeats=a.repeats, seed=a.seed)
+    df = hierarchy.run(Path(a.cubin), plan)
+    files.write_csv(df, Path(a.out_dir) / "samples.csv")
+    ok = df[df.status == "ok"]
+    print(f"memory hierarchy: {df.drop_duplicates(['kind', 'level', 'bytes']).status.value_counts().to_dict()}")
+    print(ok[ok.kind == "bandwidth"].groupby("level").gbs.median().round(0).to_string())
+
+
 def cmd_profile_coalescing(a):
     from gpumm import coalescing, profile
 
@@ -261,6 +273,20 @@ def cmd_replay_study(a):
     print(replay.study(a.study, _archive(a.archive)))
 
 
+def cmd_import_profile(a):
+    from gpumm import nvprof
+
+    v = catalog.from_id(a.variant)  # an unknown variant stops here, naming the allowed ones
+    df = nvprof.import_file(Path(a.file), v.id, a.size, a.kernel)
+    dest = paths.IMPORTED / v.id / f"{Path(a.file).stem}.csv"
+    files.write_csv(df, dest)
+    mapped = df[~df.metric.str.startswith("nvprof:")].metric.nunique()
+    print(
+        f"imported {a.file} for {v.id}: {df.kernel.nunique()} kernel(s), {df.metric.nunique()} metrics "
+        f"({mapped} mapped to Nsight Compute names) -> {dest}; the report's profiles page shows it, marked imported"
+    )
+
+
 def cmd_archive(a):
     from gpumm import reference
 
@@ -281,7 +307,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("measure", help="verify and time one variant")
     s.add_argument("--variant", required=True)
     s.add_argument("--binary", help="the built kernel (kernel.cubin, or libkernel.so for a compiled CPU baseline)")
-    s.add_argument("--sizes", required=True, help="comma-separated square sizes")
+    s.add_argument("--sizes", default="", help="comma-separated square sizes (M = N = K)")
     s.add_argument("--shapes", default="", help="comma-separated MxNxK")
     s.add_argument("--modes", default="device")
     s.add_argument("--warmups", type=int, default=3)
@@ -380,10 +406,30 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_overhead)
 
-    s = sub.add_parser("replay-study", help="copy an archived study (coalescing, bandwidth, overhead)")
-    s.add_argument("--study", choices=["coalescing", "bandwidth", "overhead"], required=True)
+    s = sub.add_parser("hierarchy", help="latency and bandwidth of each memory level (S3-MEM)")
+    s.add_argument("--cubin", required=True)
+    s.add_argument("--warmups", type=int, default=2)
+    s.add_argument("--repeats", type=int, default=5)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_hierarchy)
+
+    s = sub.add_parser("replay-study", help="copy an archived study (coalescing, bandwidth, overhead, hierarchy)")
+    s.add_argument("--study", choices=["coalescing", "bandwidth", "overhead", "hierarchy"], required=True)
     s.add_argument("--archive", required=True)
     s.set_defaults(fn=cmd_replay_study)
+
+    s = sub.add_parser(
+        "import-profile",
+        help="import an nvprof --csv file (metrics, events, GPU trace or summary) as a variant's profile",
+        description="Read nvprof CSV output into data/imported/<variant>/, where the report picks it up, "
+        "mapped to the Nsight Compute metrics the report uses (see src/gpumm/nvprof.py).",
+    )
+    s.add_argument("file", help="nvprof --csv output, as nvprof printed it")
+    s.add_argument("--variant", required=True, help="the catalog variant the profiled kernel is (e.g. naive)")
+    s.add_argument("--size", type=int, default=None, help="square size of the profiled product, if known")
+    s.add_argument("--kernel", default=None, help="keep only kernels whose names match this regular expression")
+    s.set_defaults(fn=cmd_import_profile)
 
     s = sub.add_parser("archive", help="copy a measured results/ into data/reference/<gpu>/")
     s.set_defaults(fn=cmd_archive)
@@ -392,12 +438,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from gpumm.build import BuildError
+    from gpumm.nvprof import NvprofError
     from gpumm.reference import ArchiveError
 
     a = parser().parse_args(argv)
     try:
         a.fn(a)
-    except (catalog.CatalogError, BuildError, ArchiveError, FileNotFoundError) as exc:
+    except (catalog.CatalogError, BuildError, ArchiveError, NvprofError, FileNotFoundError) as exc:
         print(f"gpumm {a.cmd}: {exc}", file=sys.stderr)
         return 2
     return 0

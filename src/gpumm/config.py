@@ -98,8 +98,13 @@ def check(config: dict) -> list[catalog.Variant]:
     return variants
 
 
-def modes_for(variant_id: str, config: dict) -> list[str]:
-    """The memory modes a variant runs under: device, plus the others when it is in memory_study_variants."""
+def modes_for(variant_id: str, config: dict, op: str = "matmul") -> list[str]:
+    """The memory modes a variant runs under: device, plus the others when it is in memory_study_variants
+    and its operation runs under memory modes at all (the transposes run in device memory only)."""
+    from gpumm import operations
+
+    if not operations.get(op).memory_modes:
+        return ["device"]
     modes = config.get("memory_modes", ["device"])
     study = config.get("memory_study_variants", "all")
     chosen = [m for m in modes if m == "device" or study == "all" or variant_id in study]

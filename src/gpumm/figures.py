@@ -113,7 +113,7 @@ def show(df: pd.DataFrame, precision: int = 1, **formats) -> None:
     if df.empty:
         md("*(nothing in this run)*")
         return
-    display(df.style.hide(axis="index").format(formats or None, precision=precision, na_rep="—"))
+    display(df.style.hide(axis="index").format(formats or None, precision=precision, na_rep="—", escape="html"))
 
 
 def is_power_of_two(n) -> bool:

@@ -62,13 +62,16 @@ class Launcher:
             ptr = ctypes.POINTER(ctypes.c_float)
             self._host.argtypes = [ptr, ptr, ptr, ctypes.c_int, ctypes.c_int, ctypes.c_int]
 
-    def bind(self, A, B, C, scratch: Callable | None = None) -> Bound:
-        """The product of A (M x K) and B (K x N) into C.
+    def bind(self, *arrays, scratch: Callable | None = None) -> Bound:
+        """The variant's operation on its arrays: inputs then output (a matmul: A, B, C).
 
         ``scratch(shape)`` allocates the intermediate (B^T) where the variant
         has a preparation step: pass the memory mode's ``empty`` so that every
         array the product touches lives in that mode.
         """
+        if self.variant.op != "matmul":
+            return self._other(arrays)
+        A, B, C = arrays
         M, K = A.shape
         N = B.shape[1]
         kind = self.variant.kind
@@ -89,6 +92,16 @@ class Launcher:
         pgrid, pblock = self.variant.prepare_dims(M, N, K)
         prep, pargs, args = self._prep, (B, BT, np.int32(K), np.int32(N)), (A, BT, C, *ints)
         return Bound(lambda: fn(grid, block, args), lambda: prep(pgrid, pblock, pargs))
+
+    def _other(self, arrays) -> Bound:
+        """A kernel of another operation (transpose, copy): its arguments come from the operation."""
+        from gpumm import operations
+
+        *inputs, out = arrays
+        M, N = inputs[0].shape
+        args = operations.get(self.variant.op).kernel_args(inputs, out, M, N, 1)
+        grid, block, fn = self.variant.grid_dims(M, N, 1), self.variant.block_dims(), self._fn
+        return Bound(lambda: fn(grid, block, args))
 
     def _cublas(self, A, B, C) -> Bound:
         """cublasSgemm on the current stream, through a handle of our own (capturable in a CUDA graph)."""

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpumm import clocks, memory, timing, verify
+from gpumm import clocks, memory, operations, timing, verify
 from gpumm.catalog import Variant
 from gpumm.launch import Launcher
 
@@ -48,6 +48,9 @@ COLUMNS = [
     "repeat",
     "ms",
     "gflops",
+    "gbs",
+    "work_flops",
+    "work_bytes",
     "batch",
     "method",
     "exact_check",
@@ -106,6 +109,7 @@ def _run(variant: Variant, binary: Path | None, plan: Plan, progress: bool) -> p
     from tqdm import tqdm
 
     launcher = Launcher(variant, binary)
+    op = operations.get(variant.op)
     watch = clocks.Watch(pci_bus_id=_bus_id()) if variant.on_gpu else None
     modes = plan.modes if variant.on_gpu else ["host"]
     rows: list[dict] = []
@@ -126,7 +130,9 @@ def _run(variant: Variant, binary: Path | None, plan: Plan, progress: bool) -> p
             memory_mode=mode_name,
             timed="kernel" if variant.on_gpu else "end_to_end",
         )
-        flops, _ = variant.work(M, N, K)
+        flops, nbytes = variant.work(M, N, K)
+        base.update(work_flops=flops, work_bytes=nbytes)
+        cost = flops or nbytes  # what the rate below counts: flops, or bytes for the operations without any
         launches = _launches(variant, plan) + 1
         if broken:
             rows.append({**base, "status": "failed", "reason": f"not run: an earlier error ({broken})"})
@@ -138,8 +144,8 @@ def _run(variant: Variant, binary: Path | None, plan: Plan, progress: bool) -> p
                     "reason": f"larger than this variant's max_size {variant.max_size} (catalog)",
                 }
             )
-        elif mode_name in rate and flops / rate[mode_name] * launches > plan.budget_s:
-            predicted = flops / rate[mode_name] * launches
+        elif mode_name in rate and cost / rate[mode_name] * launches > plan.budget_s:
+            predicted = cost / rate[mode_name] * launches
             rows.append(
                 {
                     **base,
@@ -149,7 +155,7 @@ def _run(variant: Variant, binary: Path | None, plan: Plan, progress: bool) -> p
             )
         else:
             try:
-                new_rows, seconds = _one_shape(launcher, memory.get(mode_name), plan, base, flops, watch)
+                new_rows, seconds = _one_shape(launcher, op, memory.get(mode_name), plan, base, watch)
             except memory.Refused as exc:  # nothing was allocated: the next shapes may still fit
                 rows.append({**base, "status": "skipped", "reason": str(exc)})
                 continue
@@ -160,45 +166,12 @@ def _run(variant: Variant, binary: Path | None, plan: Plan, progress: bool) -> p
             _free(variant)  # this shape's arrays are gone: return their memory
             rows.extend(new_rows)
             if seconds:
-                rate[mode_name] = flops / seconds
+                rate[mode_name] = cost / seconds
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def _launches(variant: Variant, plan: Plan) -> int:
     return plan.warmups + plan.repeats if variant.on_gpu else 1 + plan.cpu_repeats
-
-
-def _product(launcher: Launcher, mode, A_host, B_host):
-    """Place the inputs in the mode, poison C, bind the product: (A, B, C, product)."""
-    A, B = mode.place(A_host), mode.place(B_host)
-    C = mode.empty((A_host.shape[0], B_host.shape[1]))
-    C.fill(np.nan)  # poison: an element the product never writes stays NaN
-    return A, B, C, launcher.bind(A, B, C, scratch=mode.empty)
-
-
-def _verify(launcher, mode, plan, M, N, K) -> tuple[verify.Check, verify.Check, tuple]:
-    """(exact check, rounding check, the random-input product to time)."""
-    variant = launcher.variant
-    seed = plan.seed
-    if K <= verify.EXACT_MAX_K:
-        A_e, B_e = verify.exact_inputs(seed, M, N, K)
-        _, _, C, product = _product(launcher, mode, A_e, B_e)
-        product()
-        _sync(variant)
-        ref, _, where = verify.reference(A_e, B_e, plan.cpu_max_mnk, absolute=False)
-        exact = verify.compare_exact(mode.fetch(C) if where == "cpu_f64" else C, ref, where)
-        del ref, C, product
-    else:
-        exact = verify.Check(True, 0.0, 0.0, "", f"not made: K > {verify.EXACT_MAX_K}", "exact")
-    if not exact.ok:
-        return exact, verify.Check(False, np.nan, verify.tolerance(K), "", "not made: the exact check failed"), ()
-    A_host, B_host = inputs(seed, M, N, K)
-    A, B, C, product = _product(launcher, mode, A_host, B_host)
-    product()
-    _sync(variant)
-    ref, abs_ref, where = verify.reference(A_host, B_host, plan.cpu_max_mnk)
-    rounding = verify.compare(mode.fetch(C) if where == "cpu_f64" else C, ref, abs_ref, K, where)
-    return exact, rounding, (A, B, C, A_host, B_host, product)
 
 
 def _timed_set(watch, fn, *args) -> tuple[timing.Timed, dict]:
@@ -221,10 +194,11 @@ def _host(fn, warmups: int, repeats: int) -> timing.Timed:
     return timing.Timed(timing.time_host(fn, warmups, repeats), 1, "host")
 
 
-def _one_shape(launcher, mode, plan, base, flops, watch):
+def _one_shape(launcher, op, mode, plan, base, watch):
     variant = launcher.variant
     M, N, K = base["M"], base["N"], base["K"]
-    exact, rounding, arrays = _verify(launcher, mode, plan, M, N, K)
+    checked = op.check(launcher, mode, plan.seed, plan.cpu_max_mnk, (M, N, K))
+    exact, rounding = checked.exact, checked.rounding
     check = exact if not exact.ok else rounding
     common = dict(
         exact_check="ok" if exact.ok and not exact.reason else ("not made" if exact.ok else "failed"),
@@ -235,8 +209,8 @@ def _one_shape(launcher, mode, plan, base, flops, watch):
     )
     if not (exact.ok and rounding.ok):
         return [{**base, **common, "status": "failed", "reason": check.reason}], 0.0
-    A, B, C, A_host, B_host, product = arrays
-    library = product.library
+    inputs, out, hosts, product = checked.arrays
+    library = getattr(product, "library", "")
     if variant.on_gpu:
         timer, warmups, repeats = timing.calibrated, plan.warmups, plan.repeats
     else:
@@ -252,13 +226,13 @@ def _one_shape(launcher, mode, plan, base, flops, watch):
         # cold: the host writes the inputs again (their pages go back to the host), then one timed run
         # (with the mode's prefetch inside the timing); warm: the runs after, pages resident
         def cold_run():
-            mode.before_run([A, B])
+            mode.before_run(inputs)
             product()
 
         samples, seen = [], []
         for _ in range(plan.cold_repeats):
-            mode.write_on_host(A, A_host)
-            mode.write_on_host(B, B_host)
+            for array, host in zip(inputs, hosts):
+                mode.write_on_host(array, host)
             t, c = _timed_set(watch, _single, cold_run, 0, 1)
             samples += t.samples
             seen.append(c)
@@ -266,19 +240,21 @@ def _one_shape(launcher, mode, plan, base, flops, watch):
         timed["warm"] = _timed_set(watch, timer, product, warmups, repeats)
     else:
         timed[base["timed"]] = _timed_set(watch, timer, product, warmups, repeats)
-    if product.prepare is not None:
+    if getattr(product, "prepare", None) is not None:
         timed["prepare"] = _timed_set(watch, timer, product.prepare, warmups, repeats)
-    if "end_to_end" in mode.info.timed and variant.on_gpu and max(M, N, K) <= plan.end_to_end_max_size:
-        C_host = np.empty((M, N), dtype=np.float32)
+    e2e = "end_to_end" in mode.info.timed and variant.on_gpu and op.end_to_end
+    if e2e and max(M, N, K) <= plan.end_to_end_max_size:
+        out_host = np.empty(out.shape, dtype=np.float32)
 
         def end_to_end():
-            mode.upload(A, A_host)
-            mode.upload(B, B_host)
+            for array, host in zip(inputs, hosts):
+                mode.upload(array, host)
             product()
-            mode.download(C, C_host)
+            mode.download(out, out_host)
 
         timed["end_to_end"] = _timed_set(watch, _single, end_to_end, warmups, repeats)
     rows = []
+    flops, nbytes = base["work_flops"], base["work_bytes"]
     for what, (t, seen) in timed.items():
         rows += [
             {
@@ -288,7 +264,8 @@ def _one_shape(launcher, mode, plan, base, flops, watch):
                 "timed": what,
                 "repeat": i,
                 "ms": ms,
-                "gflops": flops / (ms * 1e-3) / 1e9 if what != "prepare" else np.nan,
+                "gflops": flops / (ms * 1e-3) / 1e9 if what != "prepare" and flops else np.nan,
+                "gbs": nbytes / (ms * 1e-3) / 1e9 if what != "prepare" else np.nan,
                 "batch": t.batch,
                 "method": t.method,
                 "status": "ok",
@@ -317,14 +294,6 @@ def _merge_clocks(seen: list[dict]) -> dict:
         "clock_reasons": hex(reasons),
         "throttled": any(s["throttled"] for s in have),
     }
-
-
-def _sync(variant: Variant) -> None:
-    if variant.on_gpu:
-        import cupy
-
-        cupy.cuda.get_current_stream().synchronize()
-        cupy.cuda.Device().synchronize()
 
 
 def _free(variant: Variant) -> None:
@@ -379,10 +348,13 @@ def meta_for(variant: Variant, plan: Plan, started: float, df: pd.DataFrame) -> 
         "cold_repeats": plan.cold_repeats,
         "budget_s": plan.budget_s,
         "batch_target_ms": timing.TARGET_MS,
+        "operation": variant.op,
         "verification": (
             f"exact: nonzero integers in [-4, 4], result equal to the float64 product bit for bit; "
             f"rounding: uniform [-1, 1) inputs, |C-ref|/(|A||B|) <= {verify.ROUNDING_TOLERANCE_U}u "
             "(see gpumm/verify.py)"
+            if variant.op == "matmul"
+            else f"exact: the output equals the input ({variant.op}) bit for bit, poisoned with NaN first"
         ),
         "device": device_identity() if variant.on_gpu else {},
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),

@@ -13,7 +13,16 @@ PAGES = [
         "title": "Seed 002: matrix multiplication and transpose (GTX 480)",
         "ids": ["S2-MM", "S2-CPU", "S2-NSQ", "S2-CGMA"],
     },
-    {"notebook": "seed003", "title": "Seed 003: the SDK's matrixMul (MCS 572)", "ids": ["S3-SDK"]},
+    {
+        "notebook": "transpose",
+        "title": "Seed 002's transpose: from naive to the copy's bandwidth",
+        "ids": ["S2-TR"],
+    },
+    {
+        "notebook": "seed003",
+        "title": "Seed 003: device memory, the CGMA ratio and the SDK's matrixMul (MCS 572)",
+        "ids": ["S3-MEM", "S3-CGMA", "S3-SDK"],
+    },
     {
         "notebook": "coalescing",
         "title": "Coalesced against uncoalesced reads: the micro-benchmark",

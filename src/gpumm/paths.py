@@ -11,6 +11,7 @@ CATALOG_SCHEMA = SCHEMAS / "catalog.schema.yaml"
 NOTEBOOKS = ROOT / "notebooks"
 REFERENCE = ROOT / "data" / "reference"
 PUBLISHED = ROOT / "data" / "published" / "published_numbers.csv"
+IMPORTED = ROOT / "data" / "imported"  # profiles imported from nvprof (python -m gpumm import-profile)
 
 # The tables `collect` writes into results/tables/ (CSV), besides source.json.
 TABLE_NAMES = (
@@ -34,6 +35,15 @@ TABLE_NAMES = (
     "verification",
     "profile_summary",
     "crossover",
+    "transpose",
+    "transpose_goal",
+    "hierarchy_latency",
+    "hierarchy_levels",
+    "hierarchy_bandwidth",
+    "device_memory",
+    "cgma",
+    "imported_profiles",
+    "imported_summary",
 )
 
 # Relative to the working directory of a run (the Snakemake workdir).

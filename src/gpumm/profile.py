@@ -31,26 +31,27 @@ COLUMNS = ["variant", "M", "N", "K", "launch", "kernel", "metric", "value", "uni
 DRAM_FACTOR = 3  # the DRAM-regime profile's three matrices fill at least this many times the L2
 
 
-def dram_size(l2_bytes: int, factor: int = DRAM_FACTOR) -> int:
-    """The smallest power of two n (at least 256) whose A, B and C (3·4·n² bytes) fill ``factor`` times the L2."""
+def dram_size(l2_bytes: int, factor: int = DRAM_FACTOR, footprint: int = 12) -> int:
+    """The smallest power of two n (at least 256) whose arrays (``footprint``·n² bytes: 12 for A, B and C of a
+    matrix multiply, 8 for a transpose's input and output) fill ``factor`` times the L2."""
     n = 256
-    while 12 * n * n < factor * l2_bytes:
+    while footprint * n * n < factor * l2_bytes:
         n *= 2
     return n
 
 
-def sizes(setting, cached, l2_bytes: int) -> list[int]:
+def sizes(setting, cached, l2_bytes: int, footprint: int = 12) -> list[int]:
     """The profile's square sizes, ascending: the DRAM-regime size (``auto``: from the L2) and the cached one."""
-    big = dram_size(l2_bytes) if setting == "auto" else int(setting)
+    big = dram_size(l2_bytes, footprint=footprint) if setting == "auto" else int(setting)
     return sorted({big, *([int(cached)] if cached else [])})
 
 
-def regime(n: int, l2_bytes: float) -> str:
-    """'dram' when the three n x n matrices are at least DRAM_FACTOR times the L2, 'cached' when they fit
-    in half of it, else 'mixed'."""
+def regime(n: int, l2_bytes: float, footprint: int = 12) -> str:
+    """'dram' when the arrays at size n are at least DRAM_FACTOR times the L2, 'cached' when they fit in half
+    of it, else 'mixed'."""
     if not l2_bytes or l2_bytes != l2_bytes:
         return "unknown"
-    ratio = 12 * n * n / l2_bytes
+    ratio = footprint * n * n / l2_bytes
     return "dram" if ratio >= DRAM_FACTOR else ("cached" if ratio <= 0.5 else "mixed")
 
 

@@ -22,6 +22,9 @@ ATTRIBUTES = {
     "regs_per_sm": 82,
     "max_threads_per_sm": 39,
     "max_blocks_per_sm": 106,
+    "regs_per_block": 12,
+    "smem_per_block": 8,
+    "constant_bytes": 9,
 }
 
 

@@ -74,6 +74,7 @@ STUDY_FILES = {
     ],
     "bandwidth": [("raw", "bandwidth", "samples.csv")],
     "overhead": [("raw", "overhead", "samples.csv")],
+    "hierarchy": [("raw", "hierarchy", "samples.csv")],
 }
 
 

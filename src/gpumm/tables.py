@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpumm import analysis, loops, paths
+from gpumm import analysis, loops, operations, paths
 from gpumm.catalog import Variant
 
 LADDER_SIZE = 4096  # the size of the summary table (seed 000's largest)
@@ -56,8 +56,16 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
         out.append(row)
     summary = pd.DataFrame(out)
     m, n, k = (pd.to_numeric(summary[d], errors="coerce").astype(float) for d in "MNK")
-    flops = 2.0 * m * n * k
-    summary["gflops"] = flops / (summary["median_ms"] * 1e-3) / 1e9
+    # the work model of each row (the catalog's flops and bytes); runs from before it was recorded: a matmul's
+    work = df.drop_duplicates(keys)[keys + [c for c in ("work_flops", "work_bytes") if c in df]]
+    summary = summary.merge(work, on=keys, how="left") if len(work.columns) > len(keys) else summary
+    flops = summary["work_flops"] if "work_flops" in summary else pd.Series(np.nan, index=summary.index)
+    nbytes = summary["work_bytes"] if "work_bytes" in summary else pd.Series(np.nan, index=summary.index)
+    flops = flops.where(flops.notna(), 2.0 * m * n * k)
+    nbytes = nbytes.where(nbytes.notna(), 4.0 * (m * k + k * n + m * n))
+    seconds = summary["median_ms"] * 1e-3
+    summary["gflops"] = (flops / seconds / 1e9).where(flops > 0)
+    summary["gbs"] = nbytes / seconds / 1e9
     return summary
 
 
@@ -94,10 +102,24 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         "ladder": analysis.ladder(summary, _families(variants), LADDER_SIZE),
         "claims": pd.DataFrame([{"claim": "S1-C1", **analysis.claim_s1_c1(summary)}]),
         "verification": verification(summary),
-        "profile_summary": analysis.profile_summary(profiles, gpu.get("l2_bytes") or np.nan),
+        "profile_summary": analysis.profile_summary(
+            profiles, gpu.get("l2_bytes") or np.nan, {v.id: operations.get(v.op).footprint for v in variants}
+        ),
         "crossover": analysis.cpu_crossover(summary, gpus, cpus),
     }
     tables.update(_memory_tables(results, summary, tables["resources"]))
+    d2d = tables["bandwidth"].set_index("transfer").median_gbs.get("device_to_device", np.nan)
+    tables["transpose"] = analysis.transpose_summary(summary, tables["variants"], d2d)
+    tables["transpose_goal"] = pd.DataFrame([analysis.transpose_goal(tables["transpose"])])
+    hierarchy = pd.read_csv(results / "raw" / "hierarchy" / "samples.csv")
+    tables.update(analysis.hierarchy_tables(hierarchy, gpu))
+    tables["device_memory"] = analysis.device_memory_table(pd.read_csv(paths.PUBLISHED), gpu)
+    tables["cgma"] = analysis.cgma_table(tables["estimate"], tables["profile_summary"], profiles)
+    imported = [pd.read_csv(f) for f in sorted(paths.IMPORTED.glob("*/*.csv"))]
+    tables["imported_profiles"] = (
+        pd.concat(imported, ignore_index=True) if imported else pd.DataFrame(columns=["variant"])
+    )
+    tables["imported_summary"] = analysis.profile_summary(tables["imported_profiles"], np.nan)
     missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
     if missing:
         raise RuntimeError(f"collect: tables not made: {sorted(missing)}")
@@ -153,6 +175,7 @@ def _variant_row(v: Variant, results: Path) -> dict:
         "family": v.family,
         "defines": v.defines_text(),
         "kind": v.kind,
+        "op": v.op,
         "label": v.label,
         "studies": " ".join(v.studies),
         "origin": meta.get("origin", ""),
@@ -211,7 +234,7 @@ def _families(variants: list[Variant]) -> list[dict]:
     """GPU families in catalog order, each with its rung below when that family runs too."""
     seen: dict[str, str | None] = {}
     for v in variants:
-        if v.on_gpu:  # the CPU baselines are compared end to end, on the seed 002 page
+        if v.on_gpu and v.op == "matmul":  # the CPU baselines are compared end to end, on the seed 002 page
             seen.setdefault(v.family, v.rung_below)
     return [{"family": f, "rung_below": b if b in seen else None} for f, b in seen.items()]
 

@@ -135,3 +135,25 @@ def compare(C, ref, abs_ref, K: int, where: str) -> Check:
     if err > tol:
         return Check(False, err, tol, where, f"rounding check: max relative error {err:.3g} > tolerance {tol:.3g}")
     return Check(True, err, tol, where, "")
+
+
+def compare_equal(out: np.ndarray, expected: np.ndarray) -> Check:
+    """Bit-for-bit equality of an output that only moves data (a transpose, a copy)."""
+    if out.shape != expected.shape:
+        return Check(False, float("inf"), 0.0, "cpu", f"output shape {out.shape} != {expected.shape}", "exact")
+    unwritten = int(np.count_nonzero(~np.isfinite(out)))
+    if unwritten:
+        return Check(False, float("inf"), 0.0, "cpu", f"{unwritten} elements NaN (not written?)", "exact")
+    wrong = out.view(np.uint32) != expected.view(np.uint32)
+    n = int(np.count_nonzero(wrong))
+    if n:
+        first = np.unravel_index(int(np.argmax(wrong)), out.shape)
+        return Check(
+            False,
+            float("inf"),
+            0.0,
+            "cpu",
+            f"{n} of {out.size} elements differ (first at {tuple(map(int, first))})",
+            "exact",
+        )
+    return Check(True, 0.0, 0.0, "cpu", "", "exact")

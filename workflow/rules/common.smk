@@ -18,7 +18,7 @@ shell.prefix(
 )
 
 from gpumm import catalog as gpumm_catalog, config as gpumm_config, gpu, reference
-from gpumm import profile as gpumm_profile
+from gpumm import operations as gpumm_operations, profile as gpumm_profile
 from gpumm.pages import names as page_names
 from gpumm.paths import TABLE_NAMES
 
@@ -53,13 +53,29 @@ _gpu_problem = gpu.parallel_problem(
 )
 if _gpu_problem:
     raise WorkflowError(f"{_gpu_problem}\nNothing was run.")
-PROFILE_SIZES = (
-    gpumm_profile.sizes(
-        config["profile"]["size"], config["profile"]["cached_size"], DECISION.l2_bytes
+
+
+def op_of(wildcards):
+    """The operation (gpumm/operations.py) a variant computes."""
+    return gpumm_operations.get(VARIANTS[wildcards.variant].op)
+
+
+def measure_shapes(wildcards):
+    """The shapes a variant is measured at, as MxNxK,...: its operation's sizes and shapes."""
+    return ",".join("x".join(map(str, s)) for s in op_of(wildcards).shapes(config))
+
+
+def profile_sizes(wildcards):
+    """The square sizes a variant is profiled at: from its operation's footprint and the GPU's L2."""
+    sizes = gpumm_profile.sizes(
+        config["profile"]["size"],
+        config["profile"]["cached_size"],
+        DECISION.l2_bytes,
+        op_of(wildcards).footprint,
     )
-    if MODE == "measure"
-    else []
-)
+    return ",".join(map(str, sizes))
+
+
 PAGE_NAMES = page_names()
 MICRO = gpumm_catalog.microbenchmarks()
 PROFILE_METRICS = ",".join(
@@ -116,4 +132,5 @@ def collected_inputs(wildcards):
         ),
         "bandwidth": "results/raw/bandwidth/samples.csv",
         "overhead": "results/raw/overhead/samples.csv",
+        "hierarchy": "results/raw/hierarchy/samples.csv",
     }

@@ -61,15 +61,16 @@ rule measure:
         gpu=1,
     params:
         binary=binary_arg,
-        sizes=",".join(map(str, config["sizes"])),
-        shapes=",".join("x".join(map(str, s)) for s in config["shapes"]),
-        modes=lambda w: ",".join(gpumm_config.modes_for(w.variant, config)),
+        shapes=measure_shapes,
+        modes=lambda w: ",".join(
+            gpumm_config.modes_for(w.variant, config, VARIANTS[w.variant].op)
+        ),
         timing=config["timing"],
         seed=config["seed"],
         cpu_max=config["verify"]["cpu_reference_max_mnk"],
     shell:
         "python -m gpumm measure --variant {wildcards.variant} {params.binary}"
-        " --sizes {params.sizes} --shapes '{params.shapes}' --modes {params.modes}"
+        " --shapes '{params.shapes}' --modes {params.modes}"
         " --warmups {params.timing[warmups]} --repeats {params.timing[repeats]}"
         " --budget {params.timing[budget_s]} --seed {params.seed}"
         " --cpu-max-mnk {params.cpu_max} --cpu-repeats {params.timing[cpu_repeats]}"
@@ -93,7 +94,7 @@ rule profile:
         gpu=1,
     params:
         binary=binary_arg,
-        sizes=",".join(map(str, PROFILE_SIZES)),
+        sizes=profile_sizes,
         seed=config["seed"],
         metrics=PROFILE_METRICS,
         disabled="" if config["profile"]["enabled"] else "--disabled",
@@ -202,6 +203,24 @@ rule bandwidth:
     shell:
         "python -m gpumm bandwidth --bytes {params.nbytes} --warmups {params.timing[warmups]}"
         " --repeats {params.timing[repeats]} --out-dir results/raw/bandwidth > {log} 2>&1"
+
+
+rule hierarchy:
+    input:
+        cubin="results/build/memory_hierarchy/kernel.cubin",
+    output:
+        "results/raw/hierarchy/samples.csv",
+    log:
+        "results/logs/measure/hierarchy.log",
+    conda:
+        ENV
+    resources:
+        gpu=1,
+    params:
+        seed=config["seed"],
+    shell:
+        "python -m gpumm hierarchy --cubin {input.cubin} --seed {params.seed}"
+        " --out-dir results/raw/hierarchy 2>&1 | tee {log}"
 
 
 rule overhead:

@@ -99,3 +99,16 @@ rule replay_overhead:
         ENV
     shell:
         "python -m gpumm replay-study --study overhead --archive {input.archive} > {log} 2>&1"
+
+
+rule replay_hierarchy:
+    input:
+        archive=f"{ARCHIVE}/raw/provenance.json",
+    output:
+        "results/raw/hierarchy/samples.csv",
+    log:
+        "results/logs/replay/hierarchy.log",
+    conda:
+        ENV
+    shell:
+        "python -m gpumm replay-study --study hierarchy --archive {input.archive} > {log} 2>&1"

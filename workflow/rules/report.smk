@@ -9,6 +9,7 @@ rule collect:
     input:
         unpack(collected_inputs),
         published="data/published/published_numbers.csv",
+        imported=sorted(str(p) for p in Path("data/imported").glob("*/*.csv")),
         # the tables and everything after them are remade when the package changes
         code=sorted(str(p) for p in Path("src/gpumm").glob("*.py")),
     output:

@@ -1,0 +1,180 @@
+"""The operations a catalog variant can compute, each behind one interface.
+
+A variant's ``op`` (catalog key, ``matmul`` by default) names one of these.
+An operation says which arrays it takes and makes, how a kernel of it is
+launched, how its result is checked before any timing, which shapes it runs
+at, and what its rate is counted in. The measurement loop, the launcher and
+the profiler go through it, so a new operation is one class here and one
+entry per kernel in the catalog:
+
+- ``matmul``: C = A·B, A M×K, B K×N (the multiplies of every seed);
+- ``transpose``: out = inᵀ, in M×N, out N×M (seed 002's transpose, S2-TR);
+- ``copy``: out = in, M×N (the transposes' ceiling: the same bytes, no turn).
+
+Shapes are always (M, N, K); the operations that have no K use 1.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpumm import verify
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The checks of one shape, and the arrays and the bound launch to time when they pass."""
+
+    exact: verify.Check
+    rounding: verify.Check
+    arrays: tuple = ()  # (inputs on the device, output, host inputs, the launch)
+
+
+class Operation:
+    name = ""
+    unit = ""  # the rate the report shows: GFLOP/s or GB/s
+    memory_modes = False  # runs under every memory mode of the config (else device only)
+    end_to_end = False  # also timed with its host-to-device copies
+    footprint = 8  # bytes of its arrays at square size n, over n² (for the profile's regime)
+
+    def shapes(self, config: dict) -> list[tuple[int, int, int]]:
+        raise NotImplementedError
+
+    def profile_arrays(self, seed: int, n: int) -> list[np.ndarray]:
+        """Host inputs of the profiled launch at square size n."""
+        raise NotImplementedError
+
+    def output_shape(self, M: int, N: int, K: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def kernel_args(self, inputs, output, M: int, N: int, K: int) -> tuple:
+        """The arguments a kernel of this operation takes after its arrays."""
+        raise NotImplementedError
+
+    def check(self, launcher, mode, seed: int, cpu_max_mnk: int, shape) -> Checked:
+        raise NotImplementedError
+
+
+def _shapes(sizes, extra, square) -> list[tuple[int, int, int]]:
+    shapes = {square(s) for s in sizes} | {tuple(s) for s in extra}
+    return sorted(shapes, key=lambda s: (s[0] * s[1] * s[2], s))
+
+
+class Matmul(Operation):
+    name = "matmul"
+    unit = "GFLOP/s"
+    memory_modes = True
+    end_to_end = True
+    footprint = 12  # A, B and C
+
+    def shapes(self, config):
+        return _shapes(config["sizes"], config.get("shapes", []), lambda s: (s, s, s))
+
+    def profile_arrays(self, seed, n):
+        return list(verify.random_inputs(seed, n, n, n))
+
+    def output_shape(self, M, N, K):
+        return (M, N)
+
+    def check(self, launcher, mode, seed, cpu_max_mnk, shape):
+        """The exact check (small integers), then the rounding check (random floats); see gpumm.verify."""
+        M, N, K = shape
+        on_gpu = launcher.variant.on_gpu
+        if K <= verify.EXACT_MAX_K:
+            A_e, B_e = verify.exact_inputs(seed, M, N, K)
+            _, C, product = place(launcher, mode, [A_e, B_e], (M, N))
+            product()
+            sync(on_gpu)
+            ref, _, where = verify.reference(A_e, B_e, cpu_max_mnk, absolute=False)
+            exact = verify.compare_exact(mode.fetch(C) if where == "cpu_f64" else C, ref, where)
+            del ref, C, product
+        else:
+            exact = verify.Check(True, 0.0, 0.0, "", f"not made: K > {verify.EXACT_MAX_K}", "exact")
+        if not exact.ok:
+            skipped = verify.Check(False, np.nan, verify.tolerance(K), "", "not made: the exact check failed")
+            return Checked(exact, skipped)
+        A_host, B_host = verify.random_inputs(seed, M, N, K)
+        inputs, C, product = place(launcher, mode, [A_host, B_host], (M, N))
+        product()
+        sync(on_gpu)
+        ref, abs_ref, where = verify.reference(A_host, B_host, cpu_max_mnk)
+        rounding = verify.compare(mode.fetch(C) if where == "cpu_f64" else C, ref, abs_ref, K, where)
+        return Checked(exact, rounding, (inputs, C, [A_host, B_host], product))
+
+
+class Transpose(Operation):
+    """out = inᵀ; checked exactly: a transpose only moves bits."""
+
+    name = "transpose"
+    unit = "GB/s"
+
+    def shapes(self, config):
+        t = config.get("transpose", {})
+        return _shapes(t.get("sizes", []), [[m, n, 1] for m, n in t.get("shapes", [])], lambda s: (s, s, 1))
+
+    def profile_arrays(self, seed, n):
+        return [self._input(seed, n, n)]
+
+    def output_shape(self, M, N, K):
+        return (N, M)
+
+    def kernel_args(self, inputs, output, M, N, K):
+        return (inputs[0], output, np.int32(M), np.int32(N))
+
+    @staticmethod
+    def _input(seed, M, N) -> np.ndarray:
+        """Random floats with every bit pattern of the significand in play (never zero), fresh per shape."""
+        rng = np.random.default_rng([seed, M, N, 7])
+        return (rng.random((M, N), dtype=np.float32) + 0.5) * rng.choice(np.float32([-1, 1]), (M, N))
+
+    def expected(self, a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(a.T)
+
+    def check(self, launcher, mode, seed, cpu_max_mnk, shape):
+        M, N, _ = shape
+        host = self._input(seed, M, N)
+        inputs, out, launch = place(launcher, mode, [host], self.output_shape(M, N, 1))
+        launch()
+        sync(True)
+        exact = verify.compare_equal(mode.fetch(out), self.expected(host))
+        rounding = verify.Check(exact.ok, 0.0, 0.0, "cpu", exact.reason or "", "rounding")  # nothing to round
+        return Checked(exact, rounding, (inputs, out, [host], launch) if exact.ok else ())
+
+
+class Copy(Transpose):
+    """out = in, with the transposes' tiling: their ceiling."""
+
+    name = "copy"
+
+    def output_shape(self, M, N, K):
+        return (M, N)
+
+    def expected(self, a):
+        return a
+
+
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (Matmul(), Transpose(), Copy())}
+
+
+def get(name: str | None) -> Operation:
+    try:
+        return OPERATIONS[name or "matmul"]
+    except KeyError:
+        raise ValueError(f"unknown operation {name!r}; allowed: {', '.join(OPERATIONS)}") from None
+
+
+def place(launcher, mode, hosts: list[np.ndarray], out_shape) -> tuple[list, object, Callable[[], None]]:
+    """Inputs placed in the memory mode, the output poisoned with NaN, and the bound launch."""
+    inputs = [mode.place(h) for h in hosts]
+    out = mode.empty(out_shape)
+    out.fill(np.nan)  # poison: an element the kernel never writes stays NaN
+    return inputs, out, launcher.bind(*inputs, out, scratch=mode.empty)
+
+
+def sync(on_gpu: bool) -> None:
+    if on_gpu:
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+        cupy.cuda.Device().synchronize()
