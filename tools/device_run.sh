@@ -9,6 +9,8 @@
 #                                            data/reference/ into $OUT
 #   tools/device_run.sh parallel             tools/parallel-check.yaml with --cores 1 and with
 #                                            --cores 8 in two copies of the tree; compare_runs.py
+#   tools/device_run.sh sanitize             compute-sanitizer memcheck and racecheck on the transposes
+#                                            (odd shapes) and the memory-hierarchy kernels
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD/src PATH=/tmp/site/bin:$PATH JUPYTER_PATH=/tmp/site/share/jupyter PYTHONUNBUFFERED=1
@@ -48,6 +50,15 @@ print(s[s.status != "ok"][["variant", "M", "N", "K", "memory_mode", "status", "r
 print(pd.read_csv("results/tables/overhead.csv").to_string())
 PY
   tar czf "$OUT/results.tgz" results/raw results/build results/logs results/tables results/report data/reference
+  ;;
+sanitize)
+  sel="transposes_and_copy_are_exact and (1023x1025 or 1x4097 or 4097x1)"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q -x tests/test_gpu.py -k "$sel" \
+      2>&1 | tee "$OUT/log/sanitize-$tool.txt" | tail -4
+  done
+  compute-sanitizer --tool memcheck --error-exitcode 7 python3 -m pytest -m gpu -q -x tests/test_gpu.py \
+    -k memory_hierarchy 2>&1 | tee "$OUT/log/sanitize-hierarchy.txt" | tail -4
   ;;
 parallel)
   for c in 1 8; do

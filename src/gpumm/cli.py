@@ -1,4 +1,4 @@
-"""Command line of the pipeline: ``python -m gpumm <step> ...``; each Snakemake rule calls one step."""
+"""Command line of the pipeline: python -m gpumm STEP ...; each Snakemake rule calls one step."""
 
 import argparse
 import json
@@ -294,6 +294,37 @@ def cmd_archive(a):
     print(f"archived results/ into {dest}")
 
 
+# Help of the options every step shares; an option not here has its own help where it is added.
+OPTION_HELP = {
+    "--variant": "variant name from kernels/catalog.yaml, e.g. tiled_tile16",
+    "--variants": "comma-separated variant names",
+    "--arch": "nvcc architecture, e.g. sm_90 (host for a C baseline)",
+    "--out-dir": "folder the outputs are written to (created if missing)",
+    "--out": "file the output is written to",
+    "--binary": "the built kernel: kernel.cubin, or libkernel.so for a compiled CPU baseline",
+    "--cubin": "the built cubin of the micro-benchmark",
+    "--modes": "comma-separated memory modes: device, zero_copy, managed, managed_prefetch",
+    "--warmups": "untimed samples before the timed ones",
+    "--repeats": "timed samples, every one kept",
+    "--budget": "seconds one shape may take; longer ones are skipped with the reason",
+    "--seed": "seed of the random inputs",
+    "--cpu-max-mnk": "largest M*N*K checked against float64 on the CPU (beyond: float64 cuBLAS on the GPU)",
+    "--cpu-repeats": "timed calls of a CPU variant, after one warm-up",
+    "--cold-repeats": "cold runs of the managed modes",
+    "--end-to-end-max-size": "largest M, N and K also timed end to end (copies included)",
+    "--metrics": "comma-separated Nsight Compute metric names",
+    "--disabled": "write a profile table saying profiling is disabled, and profile nothing",
+    "--sizes": "comma-separated square sizes",
+    "--config-digest": "digest of the effective configuration",
+    "--why": "why the run measures or replays (for the report)",
+    "--archive": "an archived run: data/reference/<gpu> or its raw/provenance.json",
+    "--part": "raw: samples, metadata, profile; build: resource report, PTX and SASS",
+    "--tables": "folder of the tidy tables (results/tables)",
+    "--name": "micro-benchmark name from the catalog's microbenchmarks",
+    "--bytes": "bytes per copy",
+}
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpumm", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -415,7 +446,9 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_hierarchy)
 
     s = sub.add_parser("replay-study", help="copy an archived study (coalescing, bandwidth, overhead, hierarchy)")
-    s.add_argument("--study", choices=["coalescing", "bandwidth", "overhead", "hierarchy"], required=True)
+    s.add_argument(
+        "--study", choices=["coalescing", "bandwidth", "overhead", "hierarchy"], required=True, help="which study"
+    )
     s.add_argument("--archive", required=True)
     s.set_defaults(fn=cmd_replay_study)
 
@@ -433,7 +466,18 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("archive", help="copy a measured results/ into data/reference/<gpu>/")
     s.set_defaults(fn=cmd_archive)
+    for step in sub.choices.values():
+        for action in step._actions:
+            if not action.help and action.option_strings:
+                action.help = OPTION_HELP.get(action.option_strings[0])
     return p
+
+
+MISSING = {  # a module a step needs that this installation lacks: what it is and how to get it
+    "cupy": "CuPy is not installed: on a machine with an NVIDIA GPU, pip install -e '.[cuda13]' (or .[cuda12])",
+    "pynvml": "nvidia-ml-py is not installed: pip install -e '.[cuda13]' (or .[cuda12]) brings it",
+    "threadpoolctl": "threadpoolctl is not installed: pip install -e . brings it",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -447,4 +491,15 @@ def main(argv: list[str] | None = None) -> int:
     except (catalog.CatalogError, BuildError, ArchiveError, NvprofError, FileNotFoundError) as exc:
         print(f"gpumm {a.cmd}: {exc}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        root = (exc.name or "").split(".")[0]
+        if root not in MISSING:
+            raise
+        print(f"gpumm {a.cmd}: {MISSING[root]}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # CUDA reports a missing or unusable GPU as its own error types
+        if type(exc).__module__.startswith(("cupy", "cupy_backends")):
+            print(f"gpumm {a.cmd}: no usable CUDA GPU ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return 2
+        raise
     return 0

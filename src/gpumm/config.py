@@ -31,6 +31,44 @@ def _key(path) -> str:
     return out or "(top level)"
 
 
+def coerce(config, sch: dict | None = None):
+    """Turn the strings Snakemake's ``--config`` makes of list items ('[16,32]' gives ['16', '32']) into the
+    integers, numbers and booleans the schema asks for, in place; anything else is left for the schema check.
+    """
+    sch = schema() if sch is None else sch
+    if isinstance(config, dict):
+        props, extra = sch.get("properties", {}), sch.get("additionalProperties")
+        for key in list(config):
+            sub = props.get(key, extra if isinstance(extra, dict) else {})
+            config[key] = coerce(config[key], sub)
+        return config
+    if isinstance(config, list):
+        items = sch.get("items", {})
+        for i, item in enumerate(config):
+            config[i] = coerce(item, items)
+        return config
+    if isinstance(config, str):
+        types = _types(sch)
+        try:
+            if "integer" in types:
+                return int(config)
+            if "number" in types:
+                return float(config)
+        except ValueError:
+            return config
+        if "boolean" in types and config.lower() in ("true", "false"):
+            return config.lower() == "true"
+    return config
+
+
+def _types(sch: dict) -> set:
+    t = sch.get("type")
+    out = set(t) if isinstance(t, list) else ({t} if t else set())
+    for alt in sch.get("oneOf", []) + sch.get("anyOf", []):
+        out |= _types(alt)
+    return out
+
+
 def explain(config: dict) -> str | None:
     """One line for the most relevant schema error, or None if the config is valid."""
     sch = schema()
@@ -76,11 +114,23 @@ def check(config: dict) -> list[catalog.Variant]:
 
     Raises ConfigError (message: key, value, what is allowed).
     """
+    only = config.get("only")
+    selection = config["variants"]
+    if only:
+        families = catalog.load()
+        unknown = [f for f in only if f not in families]
+        if unknown:
+            raise ConfigError(
+                f"config: only: {', '.join(unknown)} is not a variant family; allowed: {', '.join(families)}"
+            )
+        selection = {f: selection.get(f) or {} for f in only}
     try:
-        variants = catalog.expand(config["variants"])
+        variants = catalog.expand(selection)
     except catalog.CatalogError as exc:
         raise ConfigError(f"config: {exc}") from exc
     study = config.get("memory_study_variants", "all")
+    if only and study != "all":  # the families `only` leaves out take their memory-study entries with them
+        config["memory_study_variants"] = study = [s for s in study if s in {v.id for v in variants}]
     if study != "all":
         ids = {v.id for v in variants}
         unknown = [v for v in study if v not in ids]

@@ -18,12 +18,19 @@ shell.prefix(
 )
 
 from gpumm import catalog as gpumm_catalog, config as gpumm_config, gpu, reference
-from gpumm import operations as gpumm_operations, profile as gpumm_profile
+from gpumm import (
+    locks as gpumm_locks,
+    operations as gpumm_operations,
+    profile as gpumm_profile,
+)
 from gpumm.pages import names as page_names
 from gpumm.paths import TABLE_NAMES
 
 ENV = "../envs/gpumm.yaml"
 
+gpumm_config.coerce(
+    config
+)  # --config sizes=[16,32] gives strings: make them the integers the schema asks
 _problem = gpumm_config.explain(config)
 if _problem is None:
     validate(config, "../schemas/config.schema.yaml")  # fills the defaults
@@ -81,6 +88,12 @@ MICRO = gpumm_catalog.microbenchmarks()
 PROFILE_METRICS = ",".join(
     config["profile"].get("metric_sets", {}).get(config["profile"]["metric_set"], [])
 )
+_stale = gpumm_locks.clear_stale(Path.cwd())
+if _stale:
+    print(
+        f"gpumm: removed {len(_stale)} lock(s) a killed run left in .snakemake/locks; resuming",
+        file=sys.stderr,
+    )
 print(
     f"gpumm: {DECISION.why}; {len(ALL_IDS)} variants"
     + (f"; replaying {ARCHIVE}" if ARCHIVE else f"; nvcc -arch={ARCH}"),

@@ -1,0 +1,39 @@
+"""Stale Snakemake locks: a run killed by a signal (the machine rebooted, the job was killed for memory)
+leaves its lock in .snakemake/locks/, and the next run would stop and ask for --unlock.
+
+When the workflow is read, :func:`clear_stale` removes the locks of a working directory in which no other
+Snakemake process runs (Linux: processes read from /proc), so that the README's own command resumes a
+killed run; with `rerun-incomplete` in the default profile, the jobs it left half done are run again.
+Where processes cannot be listed, nothing is removed.
+"""
+
+import os
+from pathlib import Path
+
+
+def snakemake_processes(workdir: Path, proc: Path = Path("/proc")) -> list[int]:
+    """PIDs of Snakemake processes (other than this one and its parents) working in ``workdir``."""
+    mine = {os.getpid(), os.getppid()}
+    found = []
+    for entry in proc.glob("[0-9]*"):
+        try:
+            pid = int(entry.name)
+            if pid in mine:
+                continue
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if "snakemake" not in cmdline or Path(os.readlink(entry / "cwd")) != workdir:
+                continue
+        except (OSError, ValueError):
+            continue
+        found.append(pid)
+    return found
+
+
+def clear_stale(workdir: Path, proc: Path = Path("/proc")) -> list[Path]:
+    """Remove the Snakemake locks of ``workdir`` when no Snakemake process runs there; the removed files."""
+    locks = sorted((workdir / ".snakemake" / "locks").glob("*.lock"))
+    if not locks or not proc.is_dir() or snakemake_processes(workdir.resolve(), proc):
+        return []
+    for lock in locks:
+        lock.unlink(missing_ok=True)
+    return locks
