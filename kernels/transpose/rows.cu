@@ -15,10 +15,7 @@
 #define TILE 32
 #endif
 #ifndef BLOCK_ROWS
-#define BLOCK_ROWS 8
-#endif
-#if TILE % BLOCK_ROWS != 0
-#error "TILE must be a multiple of BLOCK_ROWS"
+#define BLOCK_ROWS 8  // any 1..TILE; the last step of a walk stops at the tile's edge
 #endif
 
 extern "C" __global__ void transpose_rows(const float *__restrict__ in, float *__restrict__ out, int M, int N)
@@ -28,18 +25,20 @@ extern "C" __global__ void transpose_rows(const float *__restrict__ in, float *_
     const int x = blockIdx.x * TILE + tx;
 #pragma unroll
     for (int j = 0; j < TILE; j += BLOCK_ROWS) {
-        const int y = blockIdx.y * TILE + ty + j;
-        if (x < N && y < M) {
-            tile[ty + j][tx] = in[(size_t)y * N + x];
+        const int r = ty + j;
+        const int y = blockIdx.y * TILE + r;
+        if (r < TILE && x < N && y < M) {
+            tile[r][tx] = in[(size_t)y * N + x];
         }
     }
     __syncthreads();
     const int ox = blockIdx.y * TILE + tx;
 #pragma unroll
     for (int j = 0; j < TILE; j += BLOCK_ROWS) {
-        const int oy = blockIdx.x * TILE + ty + j;
-        if (ox < M && oy < N) {
-            out[(size_t)oy * M + ox] = tile[tx][ty + j];
+        const int r = ty + j;
+        const int oy = blockIdx.x * TILE + r;
+        if (r < TILE && ox < M && oy < N) {
+            out[(size_t)oy * M + ox] = tile[tx][r];
         }
     }
 }

@@ -5,8 +5,9 @@
   nodes one 128-byte line apart, in one random cycle, so that no prefetch
   or coalescing helps. Before timing, the buffer is read once by the whole
   GPU (it is then in the L2 where it fits) and the chain is walked once (in
-  L1 where it fits). The time per step is the latency of the level the
-  buffer lives in; :func:`gpumm.analysis.latency_plateaus` finds the levels.
+  L1 where it fits). The time per step (clock64 cycles counted inside the
+  kernel; nanoseconds from the launch's events, which also hold its few µs of
+  launch overhead) is the latency of the level the buffer lives in; :func:`gpumm.analysis.latency_plateaus` finds the levels.
   The chain is checked: its final index must be the one the host's cycle
   predicts.
 - **bandwidth**: shared memory (every block re-reading 16 KiB), L2-resident
@@ -48,7 +49,7 @@ def sweep(plan: Plan, l2_bytes: int) -> list[int]:
     each a whole number of lines."""
     top = plan.l2_multiple * l2_bytes
     count = int(math.floor(math.log2(top / plan.min_bytes) * plan.per_octave)) + 1
-    sizes = [plan.min_bytes * 2 ** (i / plan.per_octave) for i in range(count)]
+    sizes = [plan.min_bytes * 2 ** (i / plan.per_octave) for i in range(count)] + [top]
     return sorted({max(LINE, int(s) // LINE * LINE) for s in sizes})
 
 
