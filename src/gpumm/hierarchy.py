@@ -7,9 +7,9 @@
   GPU (it is then in the L2 where it fits) and the chain is walked once (in
   L1 where it fits). The time per step (clock64 cycles counted inside the
   kernel; nanoseconds from the launch's events, which also hold its few µs of
-  launch overhead) is the latency of the level the buffer lives in; :func:`gpumm.analysis.latency_plateaus` finds the levels.
-  The chain is checked: its final index must be the one the host's cycle
-  predicts.
+  launch overhead) is the latency of the level the buffer lives in;
+  :func:`gpumm.analysis.latency_plateaus` finds the levels. The chain is
+  checked: its final index must be the one the host's cycle predicts.
 - **bandwidth**: shared memory (every block re-reading 16 KiB), L2-resident
   reads (a quarter of the L2, re-read with loads that bypass L1) and DRAM
   reads (several times the L2, read once); each sums what it read, and the
