@@ -16,6 +16,7 @@ EXTRAS := test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
 
 report: $(BIN)/.installed
 	$(BIN)/snakemake --cores 1
+	@echo "The report: $(CURDIR)/results/report/index.html"
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest

@@ -8,6 +8,9 @@ min_version("9.0")
 configfile: "config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 
 

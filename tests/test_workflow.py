@@ -37,14 +37,21 @@ def test_bad_config_stops_before_any_job(tree, bad, key):
     assert not (tree / "results").exists()
 
 
-@pytest.mark.slow
-def test_replay_renders_every_page_naming_its_source(tree):
+@pytest.fixture(scope="module")
+def replayed(tree):
+    """The README's command in replay mode, run once in the copy of the project: (tree, seconds)."""
     if not reference.available(tree / "data" / "reference"):
         pytest.fail("data/reference/ holds no archived run: the replay report cannot be built")
     start = time.time()
     out = snakemake(tree, "--config", "mode=replay")
     seconds = time.time() - start
     assert out.returncode == 0, out.stderr[-3000:]
+    return tree, seconds
+
+
+@pytest.mark.slow
+def test_replay_renders_every_page_naming_its_source(replayed):
+    tree, seconds = replayed
     report = tree / "results" / "report"
     for page in ["index", *(p["notebook"] for p in PAGES)]:
         html = (report / f"{page}.html").read_text()
@@ -53,6 +60,7 @@ def test_replay_renders_every_page_naming_its_source(tree):
             assert "<img" in html or "image/png" in html or page == "profiles", page
             ids = next(p["ids"] for p in PAGES if p["notebook"] == page)
             assert all(sid in html for sid in ids), (page, [sid for sid in ids if sid not in html])
+            assert 'href="index.html"' in html, page
     index = (report / "index.html").read_text()
     for p in PAGES:
         assert f'href="{p["notebook"]}.html"' in index
@@ -61,3 +69,97 @@ def test_replay_renders_every_page_naming_its_source(tree):
     again = snakemake(tree, "--config", "mode=replay", "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
     print(f"replay report built in {seconds:.0f} s")
+
+
+@pytest.mark.slow
+def test_every_study_tag_of_a_variant_is_on_that_studys_page(replayed):
+    """A variant tagged with an ID appears on the page that shows the ID (in its figure, table or text)."""
+    import pandas as pd
+
+    from gpumm import catalog, report
+
+    tree, _ = replayed
+    pages = {p["notebook"]: (tree / "results" / "report" / f"{p['notebook']}.html").read_text() for p in PAGES}
+    variants = pd.read_csv(tree / "results" / "tables" / "variants.csv")
+    missing = []
+    for v in variants.itertuples():
+        fam = catalog.load()[v.family]
+        for sid in str(v.studies).split():
+            page = report.page_of(sid)
+            if page and v.variant not in pages[page] and v.family not in pages[page]:
+                missing.append(f"{v.variant} ({sid}) not on {page}")
+        assert fam["studies"]  # every family serves at least one study
+    assert not missing, missing
+
+
+@pytest.mark.slow
+def test_every_table_and_figure_links_its_csv(replayed):
+    tree, _ = replayed
+    report = tree / "results" / "report"
+    for p in PAGES:
+        html = (report / f"{p['notebook']}.html").read_text()
+        links = re.findall(r'href="(data/[^"]+\.csv)"', html)
+        assert links, p["notebook"]
+        for link in links:
+            assert (report / link).is_file() and (report / link).stat().st_size > 0, link
+
+
+@pytest.mark.slow
+def test_snakemake_report_carries_the_pages(replayed):
+    import zipfile
+
+    tree, _ = replayed
+    out = snakemake(tree, "--report", "report.zip", "--config", "mode=replay")
+    assert out.returncode == 0, out.stderr[-2000:]
+    names = zipfile.ZipFile(tree / "report.zip").namelist()
+    for p in ["index", *(p["notebook"] for p in PAGES)]:
+        assert any(n.endswith(f"/{p}.html") for n in names), p
+
+
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.mark.slow
+def test_pages_read_well_in_a_browser_at_1400_px(replayed):
+    """Headless Chromium: every page opens, starts with its data source, links the index, embeds non-empty
+    images, has no table wider than the page, and shows no traceback or warning."""
+    import shutil
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("Chromium is not installed (Debian: apt install chromium; .ci/run installs it)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed: pip install -e '.[test]'")
+    tree, _ = replayed
+    check = """() => ({
+        first: document.body.innerText.trim().split('\\n')[0],
+        scroll: document.documentElement.scrollWidth, width: window.innerWidth,
+        images: Array.from(document.images).map(i => [i.naturalWidth, i.naturalHeight, i.src.slice(0, 15)]),
+        wide: Array.from(document.querySelectorAll('table')).filter(
+            t => t.getBoundingClientRect().right > window.innerWidth + 1).length,
+        index: !!document.querySelector('a[href="index.html"]'),
+        text: document.body.innerText, title: document.title})"""
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=BROWSER_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        for name in ["index", *(p["notebook"] for p in PAGES)]:
+            page.goto((tree / "results" / "report" / f"{name}.html").as_uri())
+            r = page.evaluate(check)
+            assert r["first"].startswith("Data source:"), (name, r["first"][:80])
+            assert r["scroll"] <= r["width"] and r["wide"] == 0, (name, r["scroll"], r["wide"])
+            assert all(w > 0 and h > 0 and src.startswith("data:image") for w, h, src in r["images"]), name
+            assert "Traceback" not in r["text"] and "Warning" not in r["text"], name
+            if name != "index":
+                assert r["index"], name
+                assert r["title"] == next(p["title"] for p in PAGES if p["notebook"] == name)
+        browser.close()

@@ -145,6 +145,12 @@ def cmd_collect(a):
     tables.collect(variants, paths.RESULTS, Path(a.out))
 
 
+def cmd_render(a):
+    from gpumm import render
+
+    render.render(Path(a.notebook), Path(a.out))
+
+
 def cmd_index(a):
     import pandas as pd
 
@@ -156,6 +162,7 @@ def cmd_index(a):
         pd.read_csv(t / "variants.csv"),
         pd.read_csv(t / "profiles.csv"),
         Path(a.out),
+        pd.read_csv(paths.STUDIES),
     )
 
 
@@ -395,6 +402,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--variants", required=True)
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_collect)
+
+    s = sub.add_parser("render", help="an executed page notebook to the report's HTML")
+    s.add_argument("--notebook", required=True, help="the executed notebook (results/notebooks/<page>.ipynb)")
+    s.add_argument("--out", required=True)
+    s.set_defaults(fn=cmd_render)
 
     s = sub.add_parser("index", help="the report's front page")
     s.add_argument("--tables", required=True)

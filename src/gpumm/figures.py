@@ -1,14 +1,23 @@
-"""Helpers the notebooks share: read the tidy tables, say where they come from, draw and show."""
+"""Helpers the notebooks share: read the tidy tables, say where they come from, draw and show.
 
+Every table and figure a page shows is also written, as the tidy CSV it was
+drawn from, to ``results/report/data/<page>-<n>.csv``, and linked under it.
+"""
+
+import html
 import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
-from IPython.display import Markdown, display
+from IPython.display import HTML, Markdown, display
 
+from gpumm import files, labels
+from gpumm.pages import PAGES
 from gpumm.report import banner
+
+_PAGE = {"name": "page", "count": 0, "data": None, "plot": None}
 
 
 def load(tables_dir: str) -> dict:
@@ -16,7 +25,20 @@ def load(tables_dir: str) -> dict:
     d = Path(tables_dir)
     out = {p.stem: _read(p) for p in sorted(d.glob("*.csv"))}
     out["source"] = json.loads((d / "source.json").read_text())
+    _PAGE["data"] = d.parent / "report" / "data"
     return out
+
+
+def link(page: str, text: str | None = None) -> str:
+    """A Markdown link to another page of the report, by notebook name."""
+    title = next((p["title"] for p in PAGES if p["notebook"] == page), page)
+    return f"[{text or title}]({page}.html)"
+
+
+def nav(page: str | None) -> str:
+    """The line under the data source: back to the index, and every other page."""
+    others = " · ".join(link(p["notebook"], p["short"]) for p in PAGES if p["notebook"] != page)
+    return f"[← Report index](index.html) · {others}"
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -56,10 +78,19 @@ def regime_note(tables: dict) -> str:
     )
 
 
-def header(tables: dict) -> None:
-    """Show the data-source sentence and how the numbers were taken; every page starts with them."""
+def header(tables: dict, page: str | None = None) -> None:
+    """The top of every page: the data-source sentence (its first line), the links to the index and the
+    other pages, the page's title, then how the numbers were taken."""
     sns.set_theme(style="whitegrid", context="notebook")
+    _PAGE.update(name=page or "page", count=0)
     display(Markdown(f"**{banner(tables['source'])}**"))
+    display(Markdown(nav(page)))
+    this = next((p for p in PAGES if p["notebook"] == page), None)
+    if this:
+        display(Markdown(f"# {this['title']}"))
+        display(
+            Markdown("Studies on this page: " + ", ".join(this["ids"]) + " (the [index](index.html) lists them all).")
+        )
     variants = tables["variants"]
     stale = variants.query("stale")["variant"].tolist()
     missing = variants.query("origin == 'not measured'")["variant"].tolist()
@@ -108,12 +139,31 @@ def md(text: str) -> None:
     display(Markdown(text))
 
 
-def show(df: pd.DataFrame, precision: int = 1, **formats) -> None:
-    """A table without its index, numbers rounded, missing values as a dash."""
+def show(df: pd.DataFrame, precision: int = 1, name: str | None = None, **formats) -> None:
+    """A table as a reader wants it (headers with units, percentages, one number format; see gpumm.labels),
+    and a link to the tidy CSV it comes from. ``precision`` and ``formats`` are kept for old callers."""
     if df.empty:
         md("*(nothing in this run)*")
         return
-    display(df.style.hide(axis="index").format(formats or None, precision=precision, na_rep="—", escape="html"))
+    shown = labels.for_reader(df.reset_index(drop=True))
+    display(HTML(shown.to_html(index=False, border=0, classes="gpumm", escape=True)))
+    download(df, name)
+
+
+def download(df: pd.DataFrame, name: str | None = None) -> None:
+    """Write ``df`` as the tidy CSV of the table or figure just shown, and link it."""
+    if _PAGE["data"] is None or df is None:
+        return
+    _PAGE["count"] += 1
+    fname = f"{_PAGE['name']}-{name or _PAGE['count']}.csv"
+    files.write_csv(df, _PAGE["data"] / fname)
+    display(HTML(f'<p class="csv"><a href="data/{html.escape(fname)}">Download this as CSV</a></p>'))
+
+
+def figure(data: pd.DataFrame | None = None, name: str | None = None) -> None:
+    """Show the current figure, and link the tidy data it was drawn from (the last size plot's by default)."""
+    plt.show()
+    download(data if data is not None else _PAGE["plot"], name)
 
 
 def is_power_of_two(n) -> bool:
@@ -165,18 +215,23 @@ def size_plot(
         md(f"*No timed samples for {title}.*")
         return None
     d["value"] = d[y] * scale
+    _PAGE["plot"] = d[[c for c in ("variant", "M", "N", "K", "memory_mode", "timed", "repeat", "ms", y) if c in d]]
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 5))
     order = [v for v in variants if v in set(d.variant)]
-    sns.lineplot(
+    sns.lineplot(  # a colour and a marker per variant: up to 20 lines stay apart
         data=d,
         x="M",
         y="value",
         hue="variant",
         hue_order=order,
+        style="variant",
+        style_order=order,
+        markers=True,
+        dashes=False,
+        palette=sns.color_palette("tab20" if len(order) > 10 else "tab10", len(order)),
         estimator="median",
         errorbar=("pi", 50),
-        marker="o",
         ax=ax,
     )
     ax.set_xscale("log", base=2)
@@ -221,7 +276,7 @@ def traffic(tables: dict, variants: list[str], n: int) -> str:
         where = f"its profiles are at {', '.join(map(str, sizes))}" if sizes else "it has no profiles"
         return (
             f"This run has no Nsight Compute profile at {n} ({where}), so the traffic behind these numbers is "
-            "not shown; the profiles page says which regime each profile is in."
+            f"not shown; {link('profiles', 'the profiles page')} says which regime each profile is in."
         )
     regime = have[0][1].regime
     ratio = have[0][1].working_set_over_l2

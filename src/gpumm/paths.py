@@ -11,6 +11,7 @@ CATALOG_SCHEMA = SCHEMAS / "catalog.schema.yaml"
 NOTEBOOKS = ROOT / "notebooks"
 REFERENCE = ROOT / "data" / "reference"
 PUBLISHED = ROOT / "data" / "published" / "published_numbers.csv"
+STUDIES = ROOT / "data" / "studies.csv"  # every artefact's ID, source, what it shows, and its page
 IMPORTED = ROOT / "data" / "imported"  # profiles imported from nvprof (python -m gpumm import-profile)
 
 # The tables `collect` writes into results/tables/ (CSV), besides source.json.

@@ -1,11 +1,11 @@
 """The report's front page, and the data-source line every page starts with."""
 
 import html
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from gpumm import labels
 from gpumm.pages import PAGES
 
 
@@ -23,51 +23,115 @@ def banner(source: dict) -> str:
     return f"Data source: MEASURED in this run on {gpu} on {date} at commit {commit}."
 
 
-def _table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, border=0, classes="t", na_rep="", escape=True)
+def page_of(study_id: str) -> str | None:
+    """The notebook whose page shows a study ID."""
+    return next((p["notebook"] for p in PAGES if study_id in p["ids"]), None)
 
 
-def index(source: dict, variants: pd.DataFrame, profiles: pd.DataFrame, out: Path) -> None:
-    """Write results/report/index.html: data source, pages, variants, provenance."""
+def id_links(ids) -> str:
+    """Study IDs as links to the pages that show them."""
+    out = []
+    for sid in str(ids).split():
+        page = page_of(sid)
+        out.append(f'<a href="{page}.html">{html.escape(sid)}</a>' if page else html.escape(sid))
+    return " ".join(out)
+
+
+def _table(df: pd.DataFrame, raw_html: tuple[str, ...] = ()) -> str:
+    """A readable table (gpumm.labels), with the columns in ``raw_html`` kept as the HTML they hold."""
+    shown = labels.for_reader(df.drop(columns=list(raw_html)))
+    for c in raw_html:
+        shown.insert(list(df.columns).index(c), labels.label(c), df[c])
+    return shown.to_html(index=False, border=0, classes="t", escape=False)
+
+
+def _esc(df: pd.DataFrame) -> pd.DataFrame:
+    return df.map(lambda v: html.escape(v) if isinstance(v, str) else v)
+
+
+def index(source: dict, variants: pd.DataFrame, profiles: pd.DataFrame, out: Path, studies: pd.DataFrame) -> None:
+    """Write results/report/index.html: data source, the settings a replay did not use, pages, studies,
+    variants, profiles, provenance."""
     gpu = source.get("gpu", {})
+    ds = source.get("data_source", {})
     links = "\n".join(
-        f'<li><a href="{p["notebook"]}.html">{html.escape(p["title"])}</a> — {", ".join(p["ids"])}</li>' for p in PAGES
+        f'<li><a href="{p["notebook"]}.html">{html.escape(p["title"])}</a> — {id_links(" ".join(p["ids"]))}</li>'
+        for p in PAGES
     )
-    v = variants[["variant", "label", "defines", "origin", "stale", "studies"]].copy()
+    differs = ds.get("config_differs") or []
+    config_note = ""
+    if differs:
+        items = "".join(f"<li><code>{html.escape(d)}</code></li>" for d in differs)
+        config_note = (
+            "<h2>Settings this report does not reflect</h2><p>This configuration asks for settings the archived "
+            "run did not use; the pages show the archived run's numbers, made with its own settings:</p>"
+            f"<ul>{items}</ul>"
+        )
+    st = studies.copy()
+    st["id"] = [id_links(i) for i in st.id]
+    st["page"] = [
+        f'<a href="{p}.html">{html.escape(next(x["short"] for x in PAGES if x["notebook"] == p))}</a>' for p in st.page
+    ]
+    v = variants.copy()
     v["note"] = [
-        "source changed since the archived run: numbers are for the old source"
-        if s
-        else ("no numbers: not in the archive" if o == "not measured" else "")
+        "stale" if str(s) == "True" else ("not measured" if o == "not measured" else "")
         for s, o in zip(v["stale"], v["origin"])
     ]
+    cols = ["variant", "label", "op", "defines", "studies", "note"]
+    v = _esc(v[[c for c in cols if c in v]].rename(columns={"op": "computes"}))
+    v["studies"] = [id_links(s) for s in variants["studies"].fillna("")]
     prof = profiles.drop_duplicates("variant")[["variant", "status", "reason"]]
-    prov = {k: source.get(k) for k in ("date", "git_commit", "cupy", "nvcc", "python", "config_digest")}
-    prov.update({f"gpu.{k}": val for k, val in gpu.items()})
+    prov = {k: source.get(k) for k in ("date", "git_commit", "cupy", "nvcc", "python", "config_digest", "host")}
+    prov.update({f"gpu: {k}": val for k, val in gpu.items()})
     prov_rows = "\n".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(val))}</td></tr>" for k, val in prov.items()
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(labels.number(val) if isinstance(val, float) else str(val))}"
+        "</td></tr>"
+        for k, val in prov.items()
+        if val is not None
     )
+    digests = source.get("variant_digests", {})
+    now = source.get("variant_digests_now", {})
+    dig = pd.DataFrame(
+        [
+            {"variant": k, "digest (archived run)": d, "digest (this checkout)": now.get(k, "")}
+            for k, d in digests.items()
+        ]
+    )
+    title = "How memory decides the speed of GPU matrix multiply — report"
     page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>gpumm report</title>
-<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}}
-.banner{{background:#fff3cd;border:1px solid #e0c060;padding:.6em 1em}}
-table.t,table.p{{border-collapse:collapse}}
-.t td,.t th,.p td,.p th{{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left}}</style>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>body{{font-family:sans-serif;max-width:70em;margin:1em auto;padding:0 1em;line-height:1.4}}
+.banner{{background:#fff3cd;border:1px solid #e0c060;padding:.6em 1em;margin-top:0}}
+table.t,table.p{{border-collapse:collapse;font-size:.92em}}
+.t td,.t th,.p td,.p th{{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}}
+.t a{{white-space:nowrap}}</style>
 </head><body>
-<p class="banner" id="data-source">{html.escape(banner(source))}</p>
+<p class="banner" id="data-source"><b>{html.escape(banner(source))}</b></p>
 <h1>How memory decides the speed of GPU matrix multiply</h1>
+<p>Four classic studies of GPU matrix multiply and transpose, rebuilt on this run's GPU: every table and figure
+under the ID of the artefact it reproduces (the study list below), beside the source's published numbers.</p>
+{config_note}
 <h2>Pages</h2>
 <ul>
 {links}
 </ul>
+<h2>The studies</h2>
+<p>Every artefact of the four sources and the design card, with its ID and the page that shows it.</p>
+{_table(st, ("id", "page"))}
 <h2>Variants</h2>
-{_table(v)}
+<p>In the ladder's order. <i>stale</i>: the variant's source, catalog entry or launch code changed since the
+archived run, so its numbers are for the old code; <i>not measured</i>: not in the archived run, no numbers.</p>
+{_table(v, ("studies",))}
 <h2>Profiles</h2>
-{_table(prof)}
+{_table(_esc(prof))}
 <h2>Provenance</h2>
 <table class="p">
 {prov_rows}
 </table>
-<p>Variant digests: <code>{html.escape(json.dumps(source.get("variant_digests", {})))}</code></p>
+<h3>Variant digests</h3>
+<p>A digest covers a variant's source, its catalog entry and the launch code; one that differs from the archived
+run's marks the variant stale.</p>
+{_table(dig) if len(dig) else "<p>(none recorded)</p>"}
 </body></html>
 """
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -53,10 +53,14 @@ VARIANTS = {v.id: v for v in VARIANT_LIST}
 CUDA_IDS = [v.id for v in VARIANT_LIST if v.is_cuda]
 HOST_BUILT_IDS = [v.id for v in VARIANT_LIST if v.kind == "cpu" and v.is_built]
 ALL_IDS = list(VARIANTS)
+try:  # --report, --lint and the like set no cores
+    _cores = workflow.cores
+except WorkflowError:
+    _cores = None
 _gpu_problem = gpu.parallel_problem(
     MODE,
     {k: getattr(r, "value", r) for k, r in workflow.global_resources.items()},
-    workflow.cores,
+    _cores,
 )
 if _gpu_problem:
     raise WorkflowError(f"{_gpu_problem}\nNothing was run.")

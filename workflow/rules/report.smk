@@ -43,22 +43,31 @@ rule html:
     input:
         "results/notebooks/{page}.ipynb",
     output:
-        "results/report/{page}.html",
+        report(
+            "results/report/{page}.html",
+            caption="../report/page.rst",
+            category="Pages",
+            labels={"page": "{page}"},
+        ),
     log:
         "results/logs/html/{page}.log",
     conda:
         ENV
     shell:
-        "python -m nbconvert --to html --no-input --output-dir results/report"
-        " --output {wildcards.page} {input} > {log} 2>&1"
+        "python -m gpumm render --notebook {input} --out {output} > {log} 2>&1"
 
 
 rule index:
     input:
         TABLES,
         expand("results/report/{page}.html", page=PAGE_NAMES),
+        studies="data/studies.csv",
     output:
-        "results/report/index.html",
+        report(
+            "results/report/index.html",
+            caption="../report/index.rst",
+            category="Index",
+        ),
     log:
         "results/logs/index.log",
     conda:
