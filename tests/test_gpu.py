@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gpumm import build, catalog, measure, memory, verify
+from gpumm import build, catalog, loops, measure, memory, verify
 from gpumm.launch import Launcher
 
 pytestmark = pytest.mark.gpu
@@ -23,6 +23,8 @@ SHAPES = [
     (1, 4096, 7),
     (17, 1, 33),
     (4096, 3, 5),
+    (4097, 33, 4095),
+    (1023, 1025, 1024),
 ]
 # every family; each param at its defaults, its min, its max and one value between (TILE 18: not a power of two)
 SELECTION = {
@@ -47,20 +49,30 @@ def arch():
     return f"sm_{p['major']}{p['minor']}"
 
 
-@pytest.fixture(scope="session")
-def launchers(tmp_path_factory, arch):
-    out = {}
-    for v in VARIANTS:
-        binary = None
+class _Launchers(dict):
+    """Each variant built and loaded the first time a test asks for it (a -k selection builds only its own)."""
+
+    def __init__(self, tmp_path_factory, arch):
+        super().__init__()
+        self.tmp, self.arch = tmp_path_factory, arch
+        self.by_id = {v.id: v for v in VARIANTS}
+
+    def __missing__(self, vid):
+        v, binary = self.by_id[vid], None
         if v.is_built:
-            d = tmp_path_factory.mktemp(v.id)
+            d = self.tmp.mktemp(v.id)
             if v.is_cuda:
-                build.build(v, arch, d)
+                build.build(v, self.arch, d)
             else:
                 build.build_host(v, d)
             binary = d / v.binary_name
-        out[v.id] = Launcher(v, binary)
-    return out
+        self[vid] = Launcher(v, binary)
+        return self[vid]
+
+
+@pytest.fixture(scope="session")
+def launchers(tmp_path_factory, arch):
+    return _Launchers(tmp_path_factory, arch)
 
 
 def run_once(launcher, M, N, K, seed, exact=False):
@@ -76,6 +88,15 @@ def run_once(launcher, M, N, K, seed, exact=False):
     ref, abs_ref, where = verify.reference(A_h, B_h, 1 << 27, absolute=not exact)
     out = mode.fetch(C) if where == "cpu_f64" else C
     return verify.compare_exact(out, ref, where) if exact else verify.compare(out, ref, abs_ref, K, where)
+
+
+@pytest.mark.parametrize("vid", [v.id for v in MATMULS if v.is_cuda])
+def test_no_matmul_build_uses_a_tensor_core(launchers, vid):
+    """The race to cuBLAS is FP32 FFMA only: the SASS of every build (cuobjdump, here) has no MMA instruction."""
+    sass = launchers[vid].binary.with_name("kernel.sass").read_text()
+    found = loops.tensor_core_ops("", sass)
+    assert found["sass_tensor_core"] == 0, (vid, found)
+    assert found["sass_ffma"] > 0, vid
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))

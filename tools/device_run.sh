@@ -9,6 +9,10 @@
 #                                            data/reference/ into $OUT
 #   tools/device_run.sh parallel             tools/parallel-check.yaml with --cores 1 and with
 #                                            --cores 8 in two copies of the tree; compare_runs.py
+#   tools/device_run.sh race [BUDGET_S]     the race to cuBLAS: GPU tests of the new rungs (every shape,
+#                                            SASS free of tensor-core instructions), the pipeline with
+#                                            tools/race.yaml (tables only), the ladder table, then
+#                                            compute-sanitizer memcheck and racecheck on the new rungs
 #   tools/device_run.sh sanitize             compute-sanitizer memcheck and racecheck on the transposes
 #                                            (odd shapes) and the memory-hierarchy kernels
 set -uo pipefail
@@ -50,6 +54,33 @@ print(s[s.status != "ok"][["variant", "M", "N", "K", "memory_mode", "status", "r
 print(pd.read_csv("results/tables/overhead.csv").to_string())
 PY
   tar czf "$OUT/results.tgz" results/raw results/build results/logs results/tables results/report data/reference
+  ;;
+race)
+  rungs="blocktile_1d or blocktile_2d or vectorized or warptile or double_buffer"
+  [ -n "${RACE_ONLY_PIPELINE:-}" ] || timeout 120 python3 -m pytest -m gpu -q tests/test_gpu.py \
+    -k "($rungs) and (float64 or tensor_core)" 2>&1 | tee "$OUT/log/pytest-race.txt" | tail -6
+  t0=$(date +%s)
+  timeout "$budget" python3 -m snakemake results/tables/summary.csv --cores 1 --configfile tools/race.yaml 2>&1 \
+    | tee "$OUT/log/snakemake-race.txt" | grep -E "gpumm:|of .* steps|rror"
+  echo "race pipeline $(( $(date +%s) - t0 )) s" | tee -a "$OUT/log/times.txt"
+  python3 - <<'PY' 2>&1 | tee "$OUT/log/ladder.txt"
+import pandas as pd
+s = pd.read_csv("results/tables/summary.csv")
+k = s[(s.timed == "kernel") & (s.memory_mode == "device")].copy()
+k["shape"] = k.M.astype(str) + "x" + k.N.astype(str) + "x" + k.K.astype(str)
+order = ["naive", "unrolled", "blocktile_1d", "blocktile_2d", "vectorized", "warptile", "double_buffer", "cublas"]
+g = k.pivot_table(index="variant", columns="shape", values="gflops").reindex(order)
+print("GFLOP/s (median)\n", g.round(0).to_string())
+print("share of cuBLAS (%)\n", (100 * g / g.loc["cublas"]).round(1).to_string())
+print("relative IQR (%)\n", k.pivot_table(index="variant", columns="shape", values="iqr_pct").reindex(order).round(2).to_string())
+print("SM clock min (MHz)\n", k.pivot_table(index="variant", columns="shape", values="sm_clock_min_mhz").reindex(order).to_string())
+print(s[s.status != "ok"][["variant", "M", "N", "K", "status", "reason"]].to_string())
+PY
+  tar czf "$OUT/race.tgz" --exclude='*.ncu-rep' results/raw results/build results/logs results/tables
+  [ -n "${RACE_ONLY_PIPELINE:-}" ] || for tool in memcheck racecheck; do
+    timeout 70 compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q tests/test_gpu.py \
+      -k "($rungs) and float64 and (333x517x129 or 17x1x33)" 2>&1 | tee "$OUT/log/sanitize-race-$tool.txt" | tail -3
+  done
   ;;
 sanitize)
   sel="transposes_and_copy_are_exact and (1023x1025 or 1x4097 or 4097x1)"

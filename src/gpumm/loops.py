@@ -158,6 +158,30 @@ def disassemble(cubin: Path) -> str:
     return out.stdout
 
 
+# Tensor-core instructions: the race to cuBLAS (issue 11) is FP32 FFMA only, so no rung may contain one.
+# SASS: HMMA/IMMA/DMMA/BMMA (warp MMA), HGMMA/IGMMA/QGMMA/BGMMA (Hopper warpgroup MMA), UTC*MMA (tcgen05).
+_SASS_TENSOR = re.compile(r"\b(?:[HIDBQ]MMA|[HIQB]GMMA|UTC\w*MMA)(?:\.[\w.]+)?\b")
+# PTX: wmma.mma, mma.sync, wgmma.mma_async, tcgen05.mma
+_PTX_TENSOR = re.compile(r"^\s*(?:@!?%\w+\s+)?(?:wmma\.mma|mma\.sync|wgmma\.mma_async|tcgen05\.mma)\b", re.M)
+
+
+def tensor_core_ops(ptx: str, sass: str) -> dict:
+    """Tensor-core instructions in a build's PTX and SASS, and its FFMA count in SASS.
+
+    ``sass_tensor_core`` and ``sass_ffma`` are None when there is no SASS (no
+    cuobjdump where it was built); a FP32 FFMA kernel has 0 tensor-core
+    instructions in both.
+    """
+    has_sass = bool(_SASS_LINE.search(sass))
+    ops = [m.group("text").split() for m in _SASS_LINE.finditer(sass)] if has_sass else []
+    ops = [t[1] if t[0].startswith("@") and len(t) > 1 else t[0] for t in ops if t]
+    return {
+        "ptx_tensor_core": len(_PTX_TENSOR.findall(ptx)),
+        "sass_tensor_core": sum(1 for o in ops if _SASS_TENSOR.fullmatch(o)) if has_sass else None,
+        "sass_ffma": sum(1 for o in ops if o.startswith("FFMA")) if has_sass else None,
+    }
+
+
 def analyse(ptx: str, sass: str, entry: str) -> dict:
     """PTX and SASS loop counts as one flat record, with status ok, or status missing and the reason."""
     try:

@@ -86,7 +86,8 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         b = paths.build_dir(v.id, results)
         loop = loops.analyse((b / "kernel.ptx").read_text(), (b / "kernel.sass").read_text(), v.entry)
         resources.append({**_with_occupancy(res, v, gpu), "variant": v.id, "family": v.family})
-        loop_rows.append({**loop, "variant": v.id, "family": v.family, "defines": v.defines_text()})
+        precision = loops.tensor_core_ops((b / "kernel.ptx").read_text(), (b / "kernel.sass").read_text())
+        loop_rows.append({**loop, **precision, "variant": v.id, "family": v.family, "defines": v.defines_text()})
     summary = summarise(samples)
     loop_table = pd.DataFrame(loop_rows)
     gpus = [v.id for v in variants if v.on_gpu]

@@ -1,0 +1,73 @@
+// double_buffer: the warp-tiled product with two shared-memory buffers and
+// the next tiles fetched from global memory into registers while the current
+// ones are multiplied; one barrier per BK step instead of two.
+//
+// Source: the double-buffering rung of the public SGEMM ladders and the
+// register-prefetch software pipeline of CUTLASS's SGEMM mainloop (and of the
+// seeds' `prefetch`, here at the warp-tile level); issue 11's rung 5. The
+// fragment product and epilogue are `warptile`'s (included below).
+//
+// Adds over `warptile`: the latency of the global loads of step t+1 hides
+// behind the FFMAs of step t (the loads are issued before the product and
+// their registers are only read after it), and the second buffer removes the
+// barrier that kept the next store from overwriting tiles still being read.
+// The counters it should move: the stall reasons "long scoreboard" (waiting
+// on global loads) and "barrier", and with them issue-slot utilisation.
+// cp.async is not used: A must be transposed on its way into shared memory,
+// which an asynchronous copy cannot do; the register stage does it.
+//
+// Launch and edges as `warptile` (same defines).
+
+#define matmul_warptile matmul_warptile_unused_in_double_buffer
+#include "warptile.cu"
+#undef matmul_warptile
+
+extern "C" __global__ void __launch_bounds__(NT) matmul_double_buffer(const float *__restrict__ A,
+                                                                     const float *__restrict__ B,
+                                                                     float *__restrict__ C,
+                                                                     int M, int N, int K)
+{
+    __shared__ __align__(16) float As[2][BK * BM];
+    __shared__ __align__(16) float Bs[2][BK * BN];
+
+    const int tid = threadIdx.x;
+    const int row0 = blockIdx.y * BM;
+    const int col0 = blockIdx.x * BN;
+    const bool vec = vector_ok(A, B, C, N, K);
+    const WarpPos w = warp_pos(tid);
+
+    float acc[WMITER * TM][WNITER * TN];
+#pragma unroll
+    for (int i = 0; i < WMITER * TM; ++i) {
+#pragma unroll
+        for (int j = 0; j < WNITER * TN; ++j) {
+            acc[i][j] = 0.0f;
+        }
+    }
+    ATile<BM, BK, NT> at;
+    BTile<BK, BN, NT> bt;
+
+    at.fetch(A, M, K, row0, 0, vec, tid);
+    bt.fetch(B, N, K, 0, col0, vec, tid);
+    at.store(As[0], tid);
+    bt.store(Bs[0], tid);
+    __syncthreads();
+
+    int cur = 0;
+    for (int t = 0; t < K; t += BK) {
+        const bool more = t + BK < K;
+        if (more) {  // issue the next step's loads; their registers are read after the product
+            at.fetch(A, M, K, row0, t + BK, vec, tid);
+            bt.fetch(B, N, K, t + BK, col0, vec, tid);
+        }
+        warp_tile_product(As[cur], Bs[cur], w, acc);
+        if (more) {
+            // the other buffer was last read in the previous step, before that step's barrier
+            at.store(As[cur ^ 1], tid);
+            bt.store(Bs[cur ^ 1], tid);
+        }
+        __syncthreads();
+        cur ^= 1;
+    }
+    warp_tile_store(C, M, N, row0, col0, w, acc, vec);
+}

@@ -1,0 +1,161 @@
+// warptile: a three-level tiling. A block computes a BM x BN tile of C, each
+// of its warps a WM x WN warp tile, each thread WMITER x WNITER thread tiles of
+// TM x TN (its slices of the warp tile, WSUBM x WSUBN apart).
+//
+// Source: the "warptiling" rung of the public SGEMM ladders and CUTLASS's
+// threadblock / warp / thread hierarchy; issue 11's rung 4. Loads and edges:
+// tile_io.cuh (float4 where the shapes allow, A transposed in shared memory).
+//
+// Adds over `vectorized`: the 32 threads of a warp read one compact WM x WN
+// region of the shared tiles. For a step k, a warp's fragment reads of B cover
+// WSUBN consecutive floats per sub-tile (no bank conflicts, one wavefront per
+// LDS.128), and the fragments of A are shared by the lanes of a row
+// (broadcast). The counters it should move: shared-memory bank conflicts and
+// wavefronts per shared load, and the stall reason "MIO throttle" / "short
+// scoreboard" that the shared-memory pipe causes; registers per thread rise
+// (WMITER*TM*WNITER*TN accumulators), so achieved occupancy is the price.
+//
+// Launch: NT = 32*(BM/WM)*(BN/WN) threads, grid (cdiv(N, BN), cdiv(M, BM)).
+// The fragment product and the epilogue are device functions that
+// `double_buffer` reuses.
+
+#include "tile_io.cuh"
+
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 16
+#endif
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 64
+#endif
+#ifndef WNITER
+#define WNITER 4
+#endif
+#ifndef TM
+#define TM 8
+#endif
+#ifndef TN
+#define TN 4
+#endif
+#define NT (32 * (BM / WM) * (BN / WN))
+#define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
+#define WSUBM (WM / WMITER)
+#define WSUBN (WN / WNITER)
+
+static_assert(BM % WM == 0 && BN % WN == 0, "the block tile must be a whole number of warp tiles");
+static_assert(WMITER >= 1 && (WM * WN) % (32 * TM * TN * WNITER) == 0, "the warp tile must split into lanes");
+static_assert((WSUBM / TM) * (WSUBN / TN) == 32, "a warp sub-tile is 32 thread tiles");
+static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are read and written as float4");
+static_assert(NT <= 1024, "threads per block");
+
+struct WarpPos {
+    int wr, wc;  // the warp's row and column of warp tiles in the block tile
+    int tr, tc;  // the lane's row and column of thread tiles in a warp sub-tile
+};
+
+__device__ __forceinline__ WarpPos warp_pos(int tid)
+{
+    const int warp = tid / 32, lane = tid % 32;
+    return {warp / (BN / WN), warp % (BN / WN), lane / (WSUBN / TN), lane % (WSUBN / TN)};
+}
+
+// acc += the product of the BK-deep tiles in As (transposed) and Bs, for this thread's fragments
+__device__ __forceinline__ void warp_tile_product(const float *As, const float *Bs, const WarpPos &w,
+                                                  float (&acc)[WMITER * TM][WNITER * TN])
+{
+    float a[WMITER * TM], b[WNITER * TN];
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+#pragma unroll
+        for (int s = 0; s < WMITER; ++s) {
+#pragma unroll
+            for (int i = 0; i < TM; i += 4) {
+                const float4 v =
+                    *reinterpret_cast<const float4 *>(&As[k * BM + w.wr * WM + s * WSUBM + w.tr * TM + i]);
+                a[s * TM + i] = v.x, a[s * TM + i + 1] = v.y, a[s * TM + i + 2] = v.z, a[s * TM + i + 3] = v.w;
+            }
+        }
+#pragma unroll
+        for (int s = 0; s < WNITER; ++s) {
+#pragma unroll
+            for (int j = 0; j < TN; j += 4) {
+                const float4 v =
+                    *reinterpret_cast<const float4 *>(&Bs[k * BN + w.wc * WN + s * WSUBN + w.tc * TN + j]);
+                b[s * TN + j] = v.x, b[s * TN + j + 1] = v.y, b[s * TN + j + 2] = v.z, b[s * TN + j + 3] = v.w;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < WMITER * TM; ++i) {
+#pragma unroll
+            for (int j = 0; j < WNITER * TN; ++j) {
+                acc[i][j] += a[i] * b[j];
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ void warp_tile_store(float *C, int M, int N, int row0, int col0, const WarpPos &w,
+                                                const float (&acc)[WMITER * TM][WNITER * TN], bool vec)
+{
+#pragma unroll
+    for (int s = 0; s < WMITER; ++s) {
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int row = row0 + w.wr * WM + s * WSUBM + w.tr * TM + i;
+#pragma unroll
+            for (int u = 0; u < WNITER; ++u) {
+#pragma unroll
+                for (int j = 0; j < TN; j += 4) {
+                    const float *c = &acc[s * TM + i][u * TN + j];
+                    const int col = col0 + w.wc * WN + u * WSUBN + w.tc * TN + j;
+                    store4(C, M, N, row, col, make_float4(c[0], c[1], c[2], c[3]), vec);
+                }
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(NT) matmul_warptile(const float *__restrict__ A,
+                                                                const float *__restrict__ B,
+                                                                float *__restrict__ C,
+                                                                int M, int N, int K)
+{
+    __shared__ __align__(16) float As[BK * BM];
+    __shared__ __align__(16) float Bs[BK * BN];
+
+    const int tid = threadIdx.x;
+    const int row0 = blockIdx.y * BM;
+    const int col0 = blockIdx.x * BN;
+    const bool vec = vector_ok(A, B, C, N, K);
+    const WarpPos w = warp_pos(tid);
+
+    float acc[WMITER * TM][WNITER * TN];
+#pragma unroll
+    for (int i = 0; i < WMITER * TM; ++i) {
+#pragma unroll
+        for (int j = 0; j < WNITER * TN; ++j) {
+            acc[i][j] = 0.0f;
+        }
+    }
+    ATile<BM, BK, NT> at;
+    BTile<BK, BN, NT> bt;
+
+    for (int t = 0; t < K; t += BK) {
+        at.fetch(A, M, K, row0, t, vec, tid);
+        bt.fetch(B, N, K, t, col0, vec, tid);
+        at.store(As, tid);
+        bt.store(Bs, tid);
+        __syncthreads();
+        warp_tile_product(As, Bs, w, acc);
+        __syncthreads();
+    }
+    warp_tile_store(C, M, N, row0, col0, w, acc, vec);
+}
