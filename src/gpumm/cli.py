@@ -297,8 +297,8 @@ def cmd_import_profile(a):
 def cmd_archive(a):
     from gpumm import reference
 
-    dest = reference.write(paths.RESULTS)
-    print(f"archived results/ into {dest}")
+    dest = reference.write(a.results, name=a.name)
+    print(f"archived {a.results} into {dest}")
 
 
 # Help of the options every step shares; an option not here has its own help where it is added.
@@ -477,6 +477,12 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_import_profile)
 
     s = sub.add_parser("archive", help="copy a measured results/ into data/reference/<gpu>/")
+    s.add_argument("--results", type=Path, default=paths.RESULTS, help="the measured results folder (default results/)")
+    s.add_argument(
+        "--name",
+        help="the archive's folder under data/reference/ (default: the GPU's name, e.g. h100-80gb-hbm3); "
+        "letters, digits, dots and dashes",
+    )
     s.set_defaults(fn=cmd_archive)
     for step in sub.choices.values():
         for action in step._actions:

@@ -49,12 +49,16 @@ def slug(gpu_name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "gpu"
 
 
-def write(results: Path, root: Path = paths.REFERENCE) -> Path:
-    """Copy a finished run's results into data/reference/<gpu>/, replacing what was there."""
+def write(results: Path, root: Path = paths.REFERENCE, name: str | None = None) -> Path:
+    """Copy a finished run's results into data/reference/<name or gpu>/, replacing what was there."""
+    if not (results / "raw" / "provenance.json").is_file():
+        raise ArchiveError(f"{results} holds no finished run (no raw/provenance.json): run the pipeline first")
+    if name is not None and not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", name):
+        raise ArchiveError(f"archive name {name!r}: use lower-case letters, digits, dots and dashes")
     prov = json.loads((results / "raw" / "provenance.json").read_text())
     if prov.get("data_source", {}).get("mode") != "measure":
         raise ArchiveError("only a measured run can be archived; this one was replayed")
-    dest = root / slug(prov["gpu"]["name"])
+    dest = root / (name or slug(prov["gpu"]["name"]))
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     for sub, keep in (("raw", KEEP_RAW), ("build", KEEP_BUILD)):
