@@ -422,3 +422,7 @@ def test_device_tables_never_mix_in_other_memory_modes():
     assert c["size"] == 4096 and c["speedup_over_naive"] == pytest.approx(3.0)
     x = analysis.cpu_crossover(s, ["cublas"], ["cpu_serial"])
     assert x.gpu_faster_from.isna().all()  # device end to end (1 ms) never beats the CPU's 0.5 ms
+
+
+def test_a_job_inside_a_cluster_allocation_is_not_refused():
+    assert gpu.parallel_problem("measure", {"gpu": 2}, 8, cluster=True) is None

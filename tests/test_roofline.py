@@ -73,3 +73,74 @@ def test_ladder_gives_share_of_cublas_and_gain_over_the_rung_below():
     assert t.loc["double_buffer", "share_of_cublas"] == pytest.approx(0.9)
     assert t.loc["double_buffer", "gain_over_rung_below"] == pytest.approx(1.25)
     assert t.loc["warptile", "gain_over_rung_below"] == pytest.approx(7.2)
+
+
+def _profile_rows(variant, n, **metrics):
+    return [
+        {"variant": variant, "M": n, "N": n, "K": n, "kernel": f"k_{variant}", "metric": m, "value": v, "status": "ok"}
+        for m, v in metrics.items()
+    ]
+
+
+def test_rung_counters_and_the_sentence_naming_what_moved():
+    from gpumm import race
+
+    n = 100  # 2e6 flops: 1e6 FFMAs by threads, 31,250 FFMA instructions by warps
+    common = {"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 1e6, "launch__registers_per_thread": 64}
+    rows = _profile_rows(
+        "low",
+        n,
+        **common,
+        **{
+            "dram__bytes_read.sum": 4e6,
+            "dram__bytes_write.sum": 0.0,
+            "smsp__sass_inst_executed_op_shared_ld.sum": 31250,
+        },
+    )
+    rows += _profile_rows(
+        "high",
+        n,
+        **common,
+        **{
+            "dram__bytes_read.sum": 1e6,
+            "dram__bytes_write.sum": 0.0,
+            "smsp__sass_inst_executed_op_shared_ld.sum": 31250,
+        },
+    )
+    rows += [
+        {**rows[0], "metric": "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", "value": 1.5},
+        {**rows[0], "metric": "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio", "value": 3.0},
+    ]
+    profiles = pd.DataFrame(rows)
+    variants = pd.DataFrame({"variant": ["low", "high"], "family": ["low", "high"]})
+    c = race.rung_counters(profiles, variants, n).set_index("family")
+    assert c.loc["low", "dram_bytes_per_flop"] == pytest.approx(2.0)  # 4e6 bytes / 2e6 flops
+    assert c.loc["high", "dram_bytes_per_flop"] == pytest.approx(0.5)
+    assert c.loc["low", "shared_loads_per_ffma"] == pytest.approx(1.0)  # 31,250 / (1e6 / 32)
+    assert c.loc["low", "top_stalls"] == "long scoreboard 3.00, barrier 1.50"
+    summary = pd.DataFrame(
+        [
+            {"variant": v, "M": n, "N": n, "K": n, "gflops": g, "iqr_pct": 0.1}
+            | {"timed": "kernel", "memory_mode": "device", "status": "ok"}
+            for v, g in (("low", 100.0), ("high", 300.0), ("cublas", 400.0))
+        ]
+    )
+    variants = pd.concat([variants, pd.DataFrame({"variant": ["cublas"], "family": ["cublas"]})])
+    fams = [{"family": "low"}, {"family": "high", "rung_below": "low"}, {"family": "cublas", "rung_below": "high"}]
+    rates = race.rung_rates(summary, variants, fams, [(n, n, n)]).set_index("family")
+    assert rates.loc["high", "share_of_cublas"] == pytest.approx(0.75)
+    assert rates.loc["high", "gain_over_rung_below"] == pytest.approx(3.0)
+    said = race.what_moved(c.reset_index(), rates.reset_index(), fams, n)
+    assert said == ["**high** over low: DRAM bytes per FLOP 2 → 0.5 (better, ×0.25); GFLOP/s ×3.00."]
+    # only counters that changed are named: here the DRAM bytes alone
+
+
+def test_tables_show_booleans_as_yes_no_and_numbers_as_numbers():
+    from gpumm import labels
+
+    df = pd.DataFrame({"throttled": [True, False], "batch": [1, 0], "flag": ["True", "False"], "x": [0, 2048]})
+    shown = labels.for_reader(df)
+    assert shown.iloc[:, 0].tolist() == ["yes", "no"]
+    assert shown.iloc[:, 2].tolist() == ["yes", "no"]
+    assert shown.iloc[:, 1].tolist() == ["1", "0"]  # 1 == True in Python, yet a count is not a boolean
+    assert shown.iloc[:, 3].tolist() == ["0", "2,048"]

@@ -163,3 +163,24 @@ def test_pages_read_well_in_a_browser_at_1400_px(replayed):
                 assert r["index"], name
                 assert r["title"] == next(p["title"] for p in PAGES if p["notebook"] == name)
         browser.close()
+
+
+@pytest.mark.slow
+def test_the_race_archive_replays_the_ladder_to_cublas(tree, tmp_path):
+    """Issue 11: replaying data/reference/h100-race shows the rungs' rates, FP32-only check, counters and roofline."""
+    import shutil
+
+    race = tmp_path / "race"
+    shutil.copytree(tree, race, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
+    out = snakemake(race, "results/report/ladder.html", "--config", "mode=replay", "replay_from=h100-race")
+    assert out.returncode == 0, out.stderr[-3000:]
+    html = (race / "results" / "report" / "ladder.html").read_text()
+    assert "REPLAYED from the archived run data/reference/h100-race" in html
+    for text in ["The race to cuBLAS", "Share of cuBLAS (%)", "What each rung moved", "Roofline", "sm80_xmma_gemm"]:
+        assert text in html, text
+    assert re.search(r"double_buffer</strong> over warptile: .+GFLOP/s ×\d", html)
+    best = r"Best hand-written kernel on NVIDIA H100[^:]*: at 4096, (<strong>)?\w+(</strong>)? reaches [\d.]+ TFLOP/s"
+    assert re.search(best, html)
+    assert html.count("image/png") >= 2  # the roofline among the page's figures
+    shown = (race / "results" / "report" / "data").glob("ladder-race-*.csv")
+    assert {p.name for p in shown} >= {"ladder-race-gflops.csv", "ladder-race-share.csv", "ladder-race-counters.csv"}

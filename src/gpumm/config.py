@@ -162,7 +162,7 @@ def modes_for(variant_id: str, config: dict, op: str = "matmul") -> list[str]:
 
 
 # Keys that decide how the report is made, not what is measured: left out of the digest.
-NOT_MEASURED_KEYS = ("mode", "replay_from")
+NOT_MEASURED_KEYS = ("mode", "replay_from", "cluster")  # where and how a run happens, not what it measures
 
 
 def measured(config: dict) -> dict:
@@ -171,5 +171,5 @@ def measured(config: dict) -> dict:
 
 
 def digest(config: dict) -> str:
-    """A stable digest of the effective config (after defaults), without mode and replay_from."""
+    """A stable digest of the effective config (after defaults), without the keys of NOT_MEASURED_KEYS."""
     return hashlib.sha256(json.dumps(measured(config), sort_keys=True).encode()).hexdigest()[:16]

@@ -92,16 +92,18 @@ def decide(mode: str, gpu_arch: str, probe_fn=probe) -> Decision:
     return Decision("measure", arch, f"mode: {mode} chose measure on {found.name} ({found.arch})", found.l2_bytes)
 
 
-def parallel_problem(mode: str, resources: dict, cores: int | None) -> str | None:
+def parallel_problem(mode: str, resources: dict, cores: int | None, cluster: bool = False) -> str | None:
     """Why this run could put two GPU jobs on one GPU at once, or None.
 
     Every GPU job declares ``resources: gpu=1``; the workflow's default profile
     limits the run to ``gpu: 1``. Without that limit (``--workflow-profile
     none``) and with more than one core, Snakemake would start several GPU jobs
     together and each would time the others' work. Several GPUs are not used
-    yet: a limit above 1 would run jobs side by side on GPU 0.
+    yet: a limit above 1 would run jobs side by side on GPU 0. A job running
+    inside a cluster allocation (``cluster``: Snakemake's remote mode) has the
+    GPU the scheduler gave it, so nothing is checked there.
     """
-    if mode != "measure":
+    if mode != "measure" or cluster:
         return None
     limit = resources.get("gpu")
     if limit is None and (cores or 1) > 1:

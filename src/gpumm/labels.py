@@ -139,11 +139,10 @@ def for_reader(df: pd.DataFrame) -> pd.DataFrame:
     for col in df.columns:
         name, scale = LABELS.get(col, (str(col), 1)) if isinstance(col, str) else (str(col), 1)
         values = df[col]
-        if (
-            values.dtype == bool
-            or set(values.dropna().unique()) <= {True, False, "True", "False"}
-            and len(values.dropna())
-        ):
+        present = values.dropna()
+        if values.dtype == bool or (
+            len(present) and all(isinstance(v, bool) or v in ("True", "False") for v in present.unique())
+        ):  # 1 == True in Python: numbers never count as booleans
             out[name] = values.map(lambda v: "—" if pd.isna(v) else ("yes" if v in (True, "True") else "no"))
         elif col in SIZES and pd.api.types.is_numeric_dtype(values):
             out[name] = values.map(lambda v: "—" if pd.isna(v) else str(int(v)))
