@@ -26,6 +26,15 @@ else:
 include: "workflow/rules/report.smk"
 
 
+# On a cluster (workflow/profiles/slurm) the report's steps run where Snakemake runs.
+localrules:
+    all,
+    collect,
+    notebook,
+    html,
+    index,
+
+
 rule all:
     default_target: True
     input:

@@ -61,6 +61,7 @@ _gpu_problem = gpu.parallel_problem(
     MODE,
     {k: getattr(r, "value", r) for k, r in workflow.global_resources.items()},
     _cores,
+    cluster=workflow.remote_exec,  # a job inside a cluster allocation: its GPU is its own
 )
 if _gpu_problem:
     raise WorkflowError(f"{_gpu_problem}\nNothing was run.")
@@ -105,6 +106,11 @@ print(
 )
 
 RAW = "results/raw/{variant}"
+# What every GPU job asks for: one GPU (the profiles cap how many run at once; on
+# SLURM the executor requests it with --gpus), of cluster.gpu_model when set.
+GPU_RESOURCES = {"gpu": 1}
+if config.get("cluster", {}).get("gpu_model"):
+    GPU_RESOURCES["gpu_model"] = config["cluster"]["gpu_model"]
 
 
 wildcard_constraints:

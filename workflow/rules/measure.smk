@@ -58,7 +58,7 @@ rule measure:
         ENV
     threads: lambda w: workflow.cores if VARIANTS[w.variant].kind == "cpu" else 1
     resources:
-        gpu=1,
+        **GPU_RESOURCES,
     params:
         binary=binary_arg,
         shapes=measure_shapes,
@@ -91,7 +91,7 @@ rule profile:
     conda:
         ENV
     resources:
-        gpu=1,
+        **GPU_RESOURCES,
     params:
         binary=binary_arg,
         sizes=profile_sizes,
@@ -112,7 +112,7 @@ rule provenance:
     conda:
         ENV
     resources:
-        gpu=1,
+        **GPU_RESOURCES,
     params:
         variants=",".join(ALL_IDS),
         config_digest=gpumm_config.digest(config),
@@ -155,7 +155,7 @@ rule coalescing:
     conda:
         ENV
     resources:
-        gpu=1,
+        **GPU_RESOURCES,
     params:
         plan=json.dumps(config["coalescing"]),
         timing=config["timing"],
@@ -177,7 +177,7 @@ rule profile_coalescing:
     conda:
         ENV
     resources:
-        gpu=1,
+        **GPU_RESOURCES,
     params:
         plan=json.dumps(config["coalescing"]),
         seed=config["seed"],
@@ -196,7 +196,7 @@ rule bandwidth:
     conda:
         ENV
     resources:
-        gpu=1,
+        **GPU_RESOURCES,
     params:
         nbytes=config["bandwidth"]["bytes"],
         timing=config["timing"],
@@ -215,7 +215,7 @@ rule hierarchy:
     conda:
         ENV
     resources:
-        gpu=1,
+        **GPU_RESOURCES,
     params:
         seed=config["seed"],
     shell:
@@ -233,7 +233,7 @@ rule overhead:
     conda:
         ENV
     resources:
-        gpu=1,
+        **GPU_RESOURCES,
     params:
         timing=config["timing"],
     shell:
