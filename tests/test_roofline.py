@@ -144,3 +144,40 @@ def test_tables_show_booleans_as_yes_no_and_numbers_as_numbers():
     assert shown.iloc[:, 2].tolist() == ["yes", "no"]
     assert shown.iloc[:, 1].tolist() == ["1", "0"]  # 1 == True in Python, yet a count is not a boolean
     assert shown.iloc[:, 3].tolist() == ["0", "2,048"]
+
+
+def _archive(root, name, gpu_name, mem_khz, ms_naive, d2d_gbs):
+    import json
+
+    raw = root / name / "raw"
+    (raw / "naive").mkdir(parents=True)
+    (raw / "bandwidth").mkdir()
+    gpu = {"name": gpu_name, "compute_capability": "9.0", "sm_count": 132, "sm_clock_khz": 1_980_000}
+    gpu |= {"memory_clock_khz": mem_khz, "memory_bus_bits": 5120, "l2_bytes": 50 << 20}
+    (raw / "provenance.json").write_text(json.dumps({"gpu": gpu}))
+    n = 4096
+    pd.DataFrame(
+        {"M": n, "N": n, "K": n, "timed": "kernel", "memory_mode": "device", "status": "ok", "ms": ms_naive}
+    ).to_csv(raw / "naive" / "samples.csv", index=False)
+    pd.DataFrame({"transfer": "device_to_device", "gbs": [d2d_gbs]}).to_csv(raw / "bandwidth" / "samples.csv")
+    return root / name
+
+
+def test_the_comparison_reads_each_archive_and_sets_differences_beside_the_hardware(tmp_path):
+    from gpumm import compare
+
+    # a: 2 x 2.5e6 kHz x 5120 bits / 8 = 3,200 GB/s; b: memory clock 1.5x, so 4,800 GB/s
+    a = _archive(tmp_path, "a", "GPU A", 2_500_000, [27.48779069, 27.48779069], 3000.0)
+    b = _archive(tmp_path, "b", "GPU B", 3_750_000, [27.48779069], 4500.0)
+    t = compare.table({"a": a, "b": b, "missing": tmp_path / "none"})
+    assert set(t.run) == {"a", "b"}
+    v = t.set_index(["run", "what"]).value
+    assert v["a", "naive GFLOP/s at 4096³"] == pytest.approx(5000.0, rel=1e-6)  # 2·4096³ flop in 27.488 ms
+    assert v["a", "specified DRAM bandwidth"] == pytest.approx(3200.0)
+    assert v["b", "specified DRAM bandwidth"] == pytest.approx(4800.0)
+    assert math.isnan(v["a", "cublas GFLOP/s at 4096³"])  # not in the archive: an empty cell, not a zero
+    said = compare.sentences(t, "a", "b")
+    copy = next(s for s in said if s.startswith("copy device to device"))
+    assert "(×1.50)" in copy and "differs by ×1.50" in copy and "follows it" in copy
+    naive = next(s for s in said if s.startswith("naive"))
+    assert "(×1.00)" in naive and "FP32 peak differs by ×1.00" in naive

@@ -112,14 +112,7 @@ def _archive(path: str) -> Path:
 def cmd_replay(a):
     from gpumm import replay
 
-    v = catalog.from_id(a.variant)
-    a.archive = _archive(a.archive)
-    if a.part == "build":
-        replay.resources(v, a.archive)
-        return
-    meta = replay.variant(v, a.archive)
-    note = " (STALE: source changed since the archived run)" if meta.get("stale") else ""
-    print(f"replayed {a.variant}: {meta['origin']}{note}")
+    print(replay.step(catalog.from_id(a.variant), a.part, _archive(a.archive)))
 
 
 def cmd_replay_provenance(a):

@@ -45,6 +45,12 @@ PAGES = [
         "ids": ["DC-UM", "S1-F4", "S1-F5", "S1-F6", "S1-C2", "S1-M"],
     },
     {
+        "notebook": "compare",
+        "short": "GPUs compared",
+        "title": "Several GPUs side by side: the same kernels on every archived run",
+        "ids": ["DC-GPUS"],
+    },
+    {
         "notebook": "profiles",
         "short": "Profiles",
         "title": "Compiler resources and Nsight Compute profiles",

@@ -45,6 +45,7 @@ TABLE_NAMES = (
     "cgma",
     "imported_profiles",
     "imported_summary",
+    "compare",
 )
 
 # Relative to the working directory of a run (the Snakemake workdir).

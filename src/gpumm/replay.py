@@ -160,3 +160,13 @@ def provenance(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(prov, indent=1))
     return prov
+
+
+def step(v, part: str, archive: Path) -> str:
+    """One replay job: the build's files (part build) or the raw files (part raw) of variant ``v``; what was done."""
+    if part == "build":
+        resources(v, archive)
+        return f"replayed the build of {v.id}"
+    meta = variant(v, archive)
+    note = " (STALE: source changed since the archived run)" if meta.get("stale") else ""
+    return f"replayed {v.id}: {meta['origin']}{note}"

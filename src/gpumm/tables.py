@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpumm import analysis, loops, operations, paths
+from gpumm import analysis, compare, loops, operations, paths, reference
 from gpumm.catalog import Variant
 
 LADDER_SIZE = 4096  # the size of the summary table (seed 000's largest)
@@ -121,6 +121,10 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         pd.concat(imported, ignore_index=True) if imported else pd.DataFrame(columns=["variant"])
     )
     tables["imported_summary"] = analysis.profile_summary(tables["imported_profiles"], np.nan)
+    runs = {p.name: p for p in reference.available()}  # every archived run, and this one when it was measured
+    if prov.get("data_source", {}).get("mode") == "measure":
+        runs = {"this run": results, **runs}
+    tables["compare"] = compare.table(runs)
     missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
     if missing:
         raise RuntimeError(f"collect: tables not made: {sorted(missing)}")

@@ -9,6 +9,10 @@ rule collect:
     input:
         unpack(collected_inputs),
         published="data/published/published_numbers.csv",
+        # the comparison page reads every archived run's headline numbers
+        archives=sorted(
+            str(p) for p in Path("data/reference").glob("*/raw/provenance.json")
+        ),
         imported=sorted(str(p) for p in Path("data/imported").glob("*/*.csv")),
         # the tables and everything after them are remade when the package changes
         code=sorted(str(p) for p in Path("src/gpumm").glob("*.py")),
