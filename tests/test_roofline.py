@@ -120,14 +120,13 @@ def test_rung_counters_and_the_sentence_naming_what_moved():
     assert c.loc["low", "top_stalls"] == "long scoreboard 3.00, barrier 1.50"
     summary = pd.DataFrame(
         [
-            {"variant": v, "M": n, "N": n, "K": n, "gflops": g, "iqr_pct": 0.1}
+            {"variant": v, "family": v, "M": n, "N": n, "K": n, "gflops": g, "iqr_pct": 0.1}
             | {"timed": "kernel", "memory_mode": "device", "status": "ok"}
             for v, g in (("low", 100.0), ("high", 300.0), ("cublas", 400.0))
         ]
     )
-    variants = pd.concat([variants, pd.DataFrame({"variant": ["cublas"], "family": ["cublas"]})])
     fams = [{"family": "low"}, {"family": "high", "rung_below": "low"}, {"family": "cublas", "rung_below": "high"}]
-    rates = race.rung_rates(summary, variants, fams, [(n, n, n)]).set_index("family")
+    rates = race.rung_rates(summary, fams, [(n, n, n)]).set_index("family")
     assert rates.loc["high", "share_of_cublas"] == pytest.approx(0.75)
     assert rates.loc["high", "gain_over_rung_below"] == pytest.approx(3.0)
     said = race.what_moved(c.reset_index(), rates.reset_index(), fams, n)

@@ -40,6 +40,12 @@ def lanes(gpu: dict) -> int | None:
     return FP32_LANES_PER_SM.get((major, minor))
 
 
+def dram_bandwidth(gpu: dict) -> float:
+    """Specified DRAM bandwidth in byte/s: 2 (double data rate) x memory clock x bus width; nan if unknown."""
+    clock, bus = float(gpu.get("memory_clock_khz") or 0), float(gpu.get("memory_bus_bits") or 0)
+    return 2 * clock * 1e3 * bus / 8 if clock and bus else math.nan
+
+
 def fp32_peak(gpu: dict) -> float:
     """FP32 peak in flop/s: SMs x lanes x 2 (a fused multiply-add is 2 flops) x SM clock."""
     n = lanes(gpu)
@@ -98,19 +104,25 @@ def cgma(fma: int, global_loads: int) -> float:
     return 2 * fma / global_loads if global_loads else math.inf
 
 
-def best_per_family(summary: pd.DataFrame, size: int, timed: str = "kernel") -> pd.DataFrame:
-    """Each family's fastest verified instance at the square ``size``, device memory."""
-    s = summary[(summary.M == size) & (summary.N == size) & (summary.K == size) & (summary.timed == timed)]
+LADDER_SIZE = 4096  # the size of the ladder's summary table (seed 000's largest) and of the GPU comparison
+
+
+def best_per_family(summary: pd.DataFrame, shape, timed: str = "kernel") -> pd.DataFrame:
+    """Each family's fastest verified instance at ``shape`` (a square size n, or (M, N, K)), device memory."""
+    M, N, K = shape if isinstance(shape, tuple) else (shape, shape, shape)
+    s = summary[(summary.M == M) & (summary.N == N) & (summary.K == K) & (summary.timed == timed)]
     s = s[(s.status == "ok") & (s.memory_mode == "device")]
     if s.empty:
         return s
     return s.loc[s.groupby("family")["gflops"].idxmax()].set_index("family")
 
 
-def ladder(summary: pd.DataFrame, families: list[dict], size: int) -> pd.DataFrame:
-    """One row per family in catalog order: best GFLOP/s at ``size``, share of cuBLAS, gain over the rung below."""
-    best = best_per_family(summary, size)
+def ladder(summary: pd.DataFrame, families: list[dict], shape) -> pd.DataFrame:
+    """One row per family in catalog order at ``shape`` (a square size or (M, N, K)): best GFLOP/s, its spread,
+    share of cuBLAS, gain over the rung below."""
+    best = best_per_family(summary, shape)
     cublas = best["gflops"].get("cublas", math.nan)
+    spread = best["iqr_pct"] if "iqr_pct" in best else pd.Series(dtype=float)
     rows = []
     for fam in families:
         name, below = fam["family"], fam.get("rung_below")
@@ -120,6 +132,7 @@ def ladder(summary: pd.DataFrame, families: list[dict], size: int) -> pd.DataFra
                 "family": name,
                 "best_variant": best["variant"].get(name, ""),
                 "gflops": g,
+                "iqr_pct": spread.get(name, math.nan),
                 "share_of_cublas": g / cublas,
                 "rung_below": below or "",
                 "gain_over_rung_below": g / best["gflops"].get(below, math.nan) if below else math.nan,

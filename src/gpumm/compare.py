@@ -10,21 +10,19 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from gpumm import analysis
 
-SIZE = 4096  # the ladder's headline size
+SIZE = analysis.LADDER_SIZE
 RATE_VARIANTS = ["naive", "unrolled", "double_buffer", "cublas"]
 COLUMNS = ["run", "gpu", "what", "value", "unit", "hardware"]
 
 
 def hardware(gpu: dict) -> dict:
     """The numbers a difference is read against: DRAM bandwidth (2 x memory clock x bus), FP32 peak, L2, SMs."""
-    mem = 2 * float(gpu.get("memory_clock_khz") or 0) * 1e3 * float(gpu.get("memory_bus_bits") or 0) / 8
     return {
-        "dram_gbs": mem / 1e9 if mem else math.nan,
+        "dram_gbs": analysis.dram_bandwidth(gpu) / 1e9,
         "fp32_tflops": analysis.fp32_peak(gpu) / 1e12,
         "l2_mib": float(gpu.get("l2_bytes") or 0) / 2**20 or math.nan,
         "sms": float(gpu.get("sm_count") or 0) or math.nan,
@@ -37,7 +35,7 @@ def _median_gflops(samples: Path, n: int) -> float:
     s = pd.read_csv(samples)
     s = s[(s.M == n) & (s.N == n) & (s.K == n) & (s.timed == "kernel") & (s.memory_mode == "device")]
     s = s[s.status == "ok"]
-    return float(np.median(2.0 * n**3 / (s.ms.to_numpy(dtype=float) * 1e-3) / 1e9)) if len(s) else math.nan
+    return 2.0 * n**3 / (float(s.ms.median()) * 1e-3) / 1e9 if len(s) else math.nan  # as the summary: flops / median
 
 
 def headlines(run: Path, name: str) -> pd.DataFrame:

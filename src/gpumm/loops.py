@@ -97,6 +97,12 @@ def _ptx_function(ptx: str, entry: str) -> list[str]:
     return out
 
 
+def _opcode(text: str) -> str:
+    """The opcode of one SASS instruction's text, past its predicate (``@P0 FFMA R5, ...`` -> ``FFMA``)."""
+    words = text.split()
+    return words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+
+
 def sass_loop(sass: str, entry: str) -> Loop:
     """The innermost FMA loop of ``entry`` in ``cuobjdump -sass`` text."""
     instrs: list[tuple[int, str]] = []
@@ -118,7 +124,7 @@ def sass_loop(sass: str, entry: str) -> Loop:
             target = int(b.group(1), 16)
             if target <= addr and target in index:
                 spans.append((index[target], i))
-    op = [t.split()[1] if t.startswith("@") else t.split()[0] for _, t in instrs]
+    op = [_opcode(t) for _, t in instrs]
     s, e = _innermost(spans, lambda i: op[i].startswith("FFMA"))
     ops = op[s : e + 1]
     return Loop(
@@ -172,9 +178,8 @@ def tensor_core_ops(ptx: str, sass: str) -> dict:
     cuobjdump where it was built); a FP32 FFMA kernel has 0 tensor-core
     instructions in both.
     """
-    has_sass = bool(_SASS_LINE.search(sass))
-    ops = [m.group("text").split() for m in _SASS_LINE.finditer(sass)] if has_sass else []
-    ops = [t[1] if t[0].startswith("@") and len(t) > 1 else t[0] for t in ops if t]
+    ops = [_opcode(m.group("text")) for m in _SASS_LINE.finditer(sass)]
+    has_sass = bool(ops)
     return {
         "ptx_tensor_core": len(_PTX_TENSOR.findall(ptx)),
         "sass_tensor_core": sum(1 for o in ops if _SASS_TENSOR.fullmatch(o)) if has_sass else None,

@@ -9,6 +9,8 @@ import math
 
 import pandas as pd
 
+from gpumm import analysis
+
 # The counters that explain a rung, from the profile at one size: (column, words, lower is better)
 COUNTERS = [
     ("dram_bytes_per_flop", "DRAM bytes per FLOP", True),
@@ -26,36 +28,15 @@ def _metric(w: pd.Series, name: str) -> float:
     return float(w[name]) if name in w and pd.notna(w[name]) else math.nan
 
 
-def rung_rates(summary: pd.DataFrame, variants: pd.DataFrame, families: list[dict], shapes) -> pd.DataFrame:
-    """GFLOP/s, share of cuBLAS and gain over the rung below, per family and shape (kernel time, device)."""
-    s = summary[(summary.timed == "kernel") & (summary.memory_mode == "device") & (summary.status == "ok")]
-    fam_of = dict(zip(variants.variant, variants.family))
-    s = s.assign(family=s.variant.map(fam_of))
-    rows = []
-    for M, N, K in shapes:
-        at = s[(s.M == M) & (s.N == N) & (s.K == K)]
-        if at.empty:
-            continue
-        best = at.loc[at.groupby("family")["gflops"].idxmax()].set_index("family")
-        cublas = best["gflops"].get("cublas", math.nan)
-        for fam in families:
-            name, below = fam["family"], fam.get("rung_below")
-            if name not in best.index:
-                continue
-            g = best.at[name, "gflops"]
-            rows.append(
-                {
-                    "family": name,
-                    "variant": best.at[name, "variant"],
-                    "shape": f"{M}×{N}×{K}",
-                    "M": M,
-                    "gflops": g,
-                    "iqr_pct": best.at[name, "iqr_pct"],
-                    "share_of_cublas": g / cublas,
-                    "gain_over_rung_below": g / best["gflops"].get(below, math.nan) if below else math.nan,
-                }
-            )
-    return pd.DataFrame(rows)
+def rung_rates(summary: pd.DataFrame, families: list[dict], shapes) -> pd.DataFrame:
+    """The ladder (:func:`gpumm.analysis.ladder`) at each (M, N, K) of ``shapes``, one row per family present."""
+    parts = []
+    for shape in shapes:
+        t = analysis.ladder(summary, families, shape)
+        t = t[t.gflops.notna()]
+        if len(t):
+            parts.append(t.assign(variant=t.best_variant, shape="×".join(map(str, shape)), M=shape[0]))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def rung_counters(profiles: pd.DataFrame, variants: pd.DataFrame, size: int) -> pd.DataFrame:

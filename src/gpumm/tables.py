@@ -10,8 +10,6 @@ import pandas as pd
 from gpumm import analysis, compare, loops, operations, paths, reference
 from gpumm.catalog import Variant
 
-LADDER_SIZE = 4096  # the size of the summary table (seed 000's largest)
-
 SHAPE = ["variant", "family", "defines", "kind", "M", "N", "K", "memory_mode", "timed"]
 
 
@@ -100,7 +98,7 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         "variants": pd.DataFrame([_variant_row(v, results) for v in variants]),
         "loops": loop_table,
         "estimate": _estimates(loop_table, gpu),
-        "ladder": analysis.ladder(summary, _families(variants), LADDER_SIZE),
+        "ladder": analysis.ladder(summary, _families(variants), analysis.LADDER_SIZE),
         "claims": pd.DataFrame([{"claim": "S1-C1", **analysis.claim_s1_c1(summary)}]),
         "verification": verification(summary),
         "profile_summary": analysis.profile_summary(
