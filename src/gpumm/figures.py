@@ -207,9 +207,6 @@ def size_plot(
     is drawn as its own dashed line: a time at it (or a rate at its ceiling,
     2n³ over the floor) measures the launch, not the kernel.
     """
-    if samples.empty:  # nothing of this kind in the run (an archive of a subset, a memory mode it did not use)
-        md(f"*No timed samples for {title}.*")
-        return None
     d = samples[
         (samples.status == "ok")
         & (samples.M == samples.N)
@@ -217,8 +214,8 @@ def size_plot(
         & (samples.timed == timed)
         & samples.variant.isin(variants)
     ].copy()
-    d = d[d.M.map(is_power_of_two).astype(bool)] if len(d) else d
-    if mode is not None and len(d):
+    d = d[d.M.map(is_power_of_two).astype(bool)]  # a boolean mask even when d is empty (else: a column list)
+    if mode is not None:
         d = d[d.memory_mode.isin([mode, "host"])]  # the CPU baselines run in host memory
     if d.empty:
         md(f"*No timed samples for {title}.*")
