@@ -58,8 +58,14 @@ def test_every_catalog_variant_compiles(vid, tmp_path):
         pytest.fail("cuobjdump is not installed: install the test extra (pip install -e '.[test]')")
     if v.op != "matmul":  # a transpose or a copy has no multiply-add loop to count
         return
-    loop = loops.analyse((tmp_path / "kernel.ptx").read_text(), (tmp_path / "kernel.sass").read_text(), v.entry)
+    ptx, sass = (tmp_path / "kernel.ptx").read_text(), (tmp_path / "kernel.sass").read_text()
+    loop = loops.analyse(ptx, sass, v.entry)
     assert loop["status"] == "ok" and loop["sass_fma"] >= 1, loop
+    # the race to cuBLAS is FP32 FFMA only (issue 11): no matrix-multiply build may use a tensor core
+    assert f".entry {v.entry}(" in ptx or f".entry {v.entry} (" in ptx
+    assert "fma.rn.f32" in ptx
+    found = loops.tensor_core_ops(ptx, sass)
+    assert found["ptx_tensor_core"] == 0 and found["sass_tensor_core"] == 0 and found["sass_ffma"] >= 1, found
 
 
 def test_register_caps_bite_where_the_page_says():
