@@ -13,46 +13,63 @@ from gpumm.catalog import Variant
 SHAPE = ["variant", "family", "defines", "kind", "M", "N", "K", "memory_mode", "timed"]
 
 
+FIRST = {  # what the summary takes from the first sample of each set (as measured, NaN included)
+    "batch": np.nan,
+    "method": "",
+    "exact_check": "",
+    "max_rel_err": np.nan,
+    "tolerance": np.nan,
+    "reference": np.nan,
+    "verified": np.nan,
+    "sm_clock_mhz": np.nan,
+    "sm_clock_min_mhz": np.nan,
+    "temperature_c": np.nan,
+    "throttled": np.nan,
+    "library": "",
+}
+
+
 def summarise(samples: pd.DataFrame) -> pd.DataFrame:
     """One row per variant x shape x mode x what was timed: status, median and spread, batch, clocks."""
     keys = SHAPE
     df = samples.copy()
     df[["M", "N", "K"]] = df[["M", "N", "K"]].astype("Int64")
-    out = []
-    for key, g in df.groupby(keys, dropna=False, sort=False):
-        ok = g[g["status"] == "ok"]
-        ms = ok["ms"].to_numpy(dtype=float)
-        first = g.iloc[0]
-        row = dict(zip(keys, key))
-        median = np.median(ms) if len(ms) else np.nan
-        q25, q75 = (np.percentile(ms, 25), np.percentile(ms, 75)) if len(ms) else (np.nan, np.nan)
-        row.update(
-            status=first["status"] if ok.empty else "ok",
-            reason="" if not ok.empty else (first["reason"] if isinstance(first["reason"], str) else ""),
-            samples=len(ms),
-            median_ms=median,
-            q25_ms=q25,
-            q75_ms=q75,
-            iqr_pct=100 * (q75 - q25) / median if len(ms) else np.nan,
-            min_ms=ms.min() if len(ms) else np.nan,
-            max_ms=ms.max() if len(ms) else np.nan,
+    for col, missing in FIRST.items():  # columns that runs before them did not record
+        if col not in df:
+            df[col] = missing
+    # the set's label, in the order the sets first appear (a key may be NaN: a variant not in the archive)
+    df["set"] = df.groupby(keys, dropna=False, sort=False).ngroup()
+    first = df.drop_duplicates("set").set_index("set")
+    ok = df[df["status"] == "ok"]
+    ms = ok.groupby("set")["ms"]
+    stats = pd.DataFrame(
+        {
+            "samples": ms.size(),
+            "median_ms": ms.median(),
+            "q25_ms": ms.quantile(0.25),
+            "q75_ms": ms.quantile(0.75),
+            "min_ms": ms.min(),
+            "max_ms": ms.max(),
             # seed 001's method (S1-M): the mean of the first 10 timed runs, which follow 3 warm-ups here too
-            s1m_mean_ms=ms[:10].mean() if len(ms) >= 10 else np.nan,
-            batch=first.get("batch", np.nan),
-            method=first.get("method", ""),
-            exact_check=first.get("exact_check", ""),
-            max_rel_err=first["max_rel_err"],
-            tolerance=first["tolerance"],
-            reference=first["reference"],
-            verified=first["verified"],
-            sm_clock_mhz=first.get("sm_clock_mhz", np.nan),
-            sm_clock_min_mhz=first.get("sm_clock_min_mhz", np.nan),
-            temperature_c=first.get("temperature_c", np.nan),
-            throttled=first.get("throttled", np.nan),
-            library=first.get("library", ""),
-        )
-        out.append(row)
-    summary = pd.DataFrame(out)
+            "s1m_mean_ms": ok.groupby("set").head(10).groupby("set")["ms"].mean().where(ms.size() >= 10),
+        }
+    ).reindex(first.index)
+    has_ok = stats["samples"].notna()
+    reason = first["reason"].where(first["reason"].map(lambda r: isinstance(r, str)), "")
+    out = first[keys].assign(
+        status=first["status"].where(~has_ok, "ok"),
+        reason=reason.where(~has_ok, ""),
+        samples=stats["samples"].fillna(0).astype(int),
+        median_ms=stats["median_ms"],
+        q25_ms=stats["q25_ms"],
+        q75_ms=stats["q75_ms"],
+        iqr_pct=100 * (stats["q75_ms"] - stats["q25_ms"]) / stats["median_ms"],
+        min_ms=stats["min_ms"],
+        max_ms=stats["max_ms"],
+        s1m_mean_ms=stats["s1m_mean_ms"],
+        **{col: first[col] for col in FIRST},
+    )
+    summary = out.reset_index(drop=True)
     m, n, k = (pd.to_numeric(summary[d], errors="coerce").astype(float) for d in "MNK")
     # the work model of each row (the catalog's flops and bytes); runs from before it was recorded: a matmul's
     work = df.drop_duplicates(keys)[keys + [c for c in ("work_flops", "work_bytes") if c in df]]
