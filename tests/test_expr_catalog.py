@@ -79,3 +79,28 @@ def test_digest_follows_source_and_defines(tmp_path, monkeypatch):
     (copy / "matmul" / "tiled.cu").write_text(a.source.read_text() + "\n// edited\n")
     monkeypatch.setattr(catalog.paths, "KERNELS", copy)
     assert a.digest() != before  # an edit to the source changes the digest
+
+
+def test_the_steps_of_a_checked_catalog_do_not_check_it_again(tmp_path, monkeypatch):
+    """Snakemake checks the catalog once; the ~100 steps it starts inherit the fingerprint of that text and
+    skip the schema check (and its import), but any other text is checked whatever the fingerprint says."""
+    import os
+    import subprocess
+    import sys
+
+    from gpumm import paths
+
+    catalog.load()
+    fingerprint = os.environ[catalog.CHECKED_ENV]
+    code = "import sys; from gpumm import catalog; catalog.load(); print('jsonschema' in sys.modules)"
+    env = {k: v for k, v in os.environ.items() if k != catalog.CHECKED_ENV}
+    for inherited, imported in ((fingerprint, "False"), ("0" * 32, "True"), (None, "True")):
+        step_env = env if inherited is None else {**env, catalog.CHECKED_ENV: inherited}
+        out = subprocess.run([sys.executable, "-c", code], env=step_env, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == imported, (inherited, out.stdout, out.stderr)
+
+    bad = tmp_path / "catalog.yaml"
+    bad.write_text(paths.CATALOG.read_text().replace("    kind: cuda\n", "    kind: quantum\n", 1))
+    monkeypatch.setenv(catalog.CHECKED_ENV, fingerprint)
+    with pytest.raises(catalog.CatalogError, match="quantum"):
+        catalog.load(bad)

@@ -6,15 +6,16 @@ named ``<family>_<param><value>`` (``tiled_tile16``); a family without params
 is one variant named like the family.
 """
 
+import copy
 import dataclasses
 import hashlib
 import itertools
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import jsonschema
 import yaml
 
 from gpumm import expr, paths
@@ -125,10 +126,16 @@ class Variant:
         return h.hexdigest()[:16]
 
 
+def read_yaml(text: str):
+    """Parse YAML safely, with libyaml's C parser where PyYAML has it (ten times faster than the pure-Python
+    one; the catalog is read by every step of the pipeline)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def microbenchmarks(path: Path = paths.CATALOG) -> dict:
     """The catalog's memory micro-benchmarks by name (file, entries), each file checked to exist."""
     load(path)
-    micro = yaml.safe_load(path.read_text()).get("microbenchmarks", {})
+    micro = read_yaml(path.read_text()).get("microbenchmarks", {})
     for name, m in micro.items():
         if not (paths.KERNELS / m["file"]).is_file():
             raise CatalogError(
@@ -137,20 +144,46 @@ def microbenchmarks(path: Path = paths.CATALOG) -> dict:
     return micro
 
 
+_CHECKED: dict[tuple, dict] = {}  # families of a catalog already read and checked, by (path, text)
+# The fingerprint (catalog and schema text) of the catalog this process checked: the steps it starts
+# (Snakemake's jobs, about a hundred of them) inherit it and do not check that same text again
+CHECKED_ENV = "GPUMM_CATALOG_CHECKED"
+
+
 def load(path: Path = paths.CATALOG) -> dict:
-    """Read and schema-check the catalog; return its families by name."""
+    """Read and check the catalog; return its families by name (a copy the caller may change).
+
+    A catalog already checked in this process, with the same text, is not parsed or checked again.
+    """
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
+        text = path.read_text()
+    except OSError as exc:
         raise CatalogError(f"cannot read the kernel catalog {path}: {exc}") from exc
-    schema = yaml.safe_load(paths.CATALOG_SCHEMA.read_text())
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    key = (str(path), text)
+    if key not in _CHECKED:
+        _CHECKED[key] = _check(path, text)
+    return copy.deepcopy(_CHECKED[key])
+
+
+def _check(path: Path, text: str) -> dict:
+    try:
+        data = read_yaml(text)
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"cannot read the kernel catalog {path}: {exc}") from exc
+    schema_text = paths.CATALOG_SCHEMA.read_text()
+    fingerprint = hashlib.sha256((text + "\0" + schema_text).encode()).hexdigest()[:32]
+    if os.environ.get(CHECKED_ENV) == fingerprint:
+        return data["variants"]
+    import jsonschema  # a tenth of a second to import: only where the catalog is checked
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(read_yaml(schema_text)).iter_errors(data))
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top)"
         raise CatalogError(f"{path.name}: {where}: {error.message}")
     families = data["variants"]
     for name, fam in families.items():
         _check_family(name, fam, families)
+    os.environ[CHECKED_ENV] = fingerprint
     return families
 
 

@@ -10,9 +10,6 @@ catalog, the chosen metric set).
 import hashlib
 import json
 
-import jsonschema
-import yaml
-
 from gpumm import catalog, paths
 
 
@@ -21,7 +18,7 @@ class ConfigError(ValueError):
 
 
 def schema() -> dict:
-    return yaml.safe_load(paths.CONFIG_SCHEMA.read_text())
+    return catalog.read_yaml(paths.CONFIG_SCHEMA.read_text())
 
 
 def _key(path) -> str:
@@ -72,6 +69,8 @@ def _types(sch: dict) -> set:
 def explain(config: dict) -> str | None:
     """One line for the most relevant schema error, or None if the config is valid."""
     sch = schema()
+    import jsonschema  # a tenth of a second to import: only where a configuration is checked
+
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(sch).iter_errors(config))
     if error is None:
         return None
