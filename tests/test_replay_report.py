@@ -206,3 +206,48 @@ def test_unknown_memory_mode_is_refused():
     assert memory.get("device").info.name == "device"
     with pytest.raises(ValueError, match="allowed: device"):
         memory.get("unified")
+
+
+def test_a_replay_step_writes_what_pandas_would_without_importing_it(tmp_path):
+    """A replay step starts once per variant: it copies and writes placeholders without pandas, numpy or the
+    schema checker, and its placeholders are the files the measuring modules write."""
+    import subprocess
+    import sys
+
+    naive, tile8 = catalog.expand({"naive": {}, "tiled": {"TILE": [8]}})
+    archive = make_archive(tmp_path / "ref", "h200", "2026-11-22", [naive])
+    (archive / "build" / naive.id / "kernel.sass").unlink()  # the build copied, but for the SASS
+    results = tmp_path / "results"
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom gpumm import catalog, replay\n"
+        f"archive, results = Path({str(archive)!r}), Path({str(results)!r})\n"
+        f"for vid in ({naive.id!r}, {tile8.id!r}):\n"
+        "    v = catalog.from_id(vid)\n"
+        "    replay.variant(v, archive, results)\n"
+        "    replay.resources(v, archive, results)\n"
+        "print(sorted(m for m in ('pandas', 'numpy', 'jsonschema', 'cupy') if m in sys.modules))\n"
+    )
+    catalog.load()  # as Snakemake does before it starts its jobs
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+    # copied as archived
+    for f in ("samples.csv",):
+        assert (results / "raw" / naive.id / f).read_bytes() == (archive / "raw" / naive.id / f).read_bytes()
+    assert (results / "build" / naive.id / "kernel.ptx").read_bytes() == (
+        archive / "build" / naive.id / "kernel.ptx"
+    ).read_bytes()
+    # the placeholders, byte for byte as pandas writes the frames the measuring modules make
+    reason = f"not measured: {tile8.id} is not in the archived run h200"
+    row = dict(variant=tile8.id, family="tiled", defines="TILE=8", kind="cuda", status="not measured", reason=reason)
+    expected = pd.DataFrame([row], columns=measure.COLUMNS).to_csv(index=False)
+    assert (results / "raw" / tile8.id / "samples.csv").read_text() == expected
+    missing = {"variant": tile8.id, "M": 0, "N": 0, "K": 0, "status": "missing", "reason": reason}
+    expected = pd.DataFrame([missing], columns=profile.COLUMNS).to_csv(index=False)
+    assert (results / "raw" / tile8.id / "profile.csv").read_text() == expected
+    no_profile = pd.read_csv(results / "raw" / naive.id / "profile.csv")
+    assert no_profile.status.tolist() == ["missing"] and "holds no profile of naive" in no_profile.reason[0]
+    assert json.loads((results / "raw" / tile8.id / "meta.json").read_text())["origin"] == "not measured"
+    assert "not in the archived run h200" in (results / "build" / naive.id / "kernel.sass").read_text()
+    assert json.loads((results / "build" / tile8.id / "resources.json").read_text())["status"] == "not measured"
+    assert not list(results.rglob("*.tmp"))

@@ -31,38 +31,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpumm import clocks, memory, operations, timing, verify
+from gpumm import clocks, columns, memory, operations, timing, verify
 from gpumm.catalog import Variant
 from gpumm.launch import Launcher
 
-COLUMNS = [
-    "variant",
-    "family",
-    "defines",
-    "kind",
-    "M",
-    "N",
-    "K",
-    "memory_mode",
-    "timed",
-    "repeat",
-    "ms",
-    "gflops",
-    "gbs",
-    "work_flops",
-    "work_bytes",
-    "batch",
-    "method",
-    "exact_check",
-    "max_rel_err",
-    "tolerance",
-    "reference",
-    "verified",
-    "status",
-    "reason",
-    *clocks.FIELDS,
-    "library",
-]
+COLUMNS = columns.SAMPLES
 
 
 @dataclass(frozen=True)

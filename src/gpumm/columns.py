@@ -1,0 +1,41 @@
+"""The columns of the raw tables every variant's steps write: samples.csv (measure, replay) and profile.csv
+(profile, replay). Kept apart from the modules that measure, so that a replay step can write a placeholder
+row without importing them."""
+
+from gpumm.clocks import FIELDS as CLOCK_FIELDS
+
+SAMPLES = [
+    "variant",
+    "family",
+    "defines",
+    "kind",
+    "M",
+    "N",
+    "K",
+    "memory_mode",
+    "timed",
+    "repeat",
+    "ms",
+    "gflops",
+    "gbs",
+    "work_flops",
+    "work_bytes",
+    "batch",
+    "method",
+    "exact_check",
+    "max_rel_err",
+    "tolerance",
+    "reference",
+    "verified",
+    "status",
+    "reason",
+    *CLOCK_FIELDS,
+    "library",
+]
+
+PROFILE = ["variant", "M", "N", "K", "launch", "kernel", "metric", "value", "unit", "status", "reason"]
+
+
+def missing_profile(variant: str, size: int, reason: str) -> dict:
+    """The one row of profile.csv of a variant that was not profiled, saying why."""
+    return {"variant": variant, "M": size, "N": size, "K": size, "status": "missing", "reason": reason}
