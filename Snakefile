@@ -30,8 +30,7 @@ include: "workflow/rules/report.smk"
 localrules:
     all,
     collect,
-    notebook,
-    html,
+    pages,
     index,
 
 

@@ -161,7 +161,7 @@ GPU_COMMANDS = {
 }
 # steps that never touch the GPU themselves (the *-target steps run under ncu, inside a GPU step)
 CPU_COMMANDS = {"build", "build-micro", "replay", "replay-provenance", "replay-study", "collect", "index", "archive"}
-CPU_COMMANDS |= {"import-profile", "profile-target", "coalescing-target", "render"}
+CPU_COMMANDS |= {"import-profile", "profile-target", "coalescing-target", "pages"}
 
 
 def test_every_step_of_the_command_line_is_classified():
@@ -206,6 +206,47 @@ def test_every_gpu_job_declares_the_gpu_resource(tree):
     for rule, res, step in jobs:
         assert ("gpu=1" in res) == (step in GPU_COMMANDS), (rule, res)
     assert "--sizes 1024,4096 " in text  # the profile's sizes: cached and DRAM regime (50 MiB L2)
+
+
+@pytest.mark.parametrize("config_file", ["config.yaml", "tools/parallel-check.yaml"])
+def test_every_command_a_measure_run_plans_is_one_the_command_line_accepts(tree, tmp_path, config_file):
+    """Plan a measure-mode run (a pretend GPU) with the default configuration and with the parallel check's
+    (profiling disabled, no metric sets: an empty parameter once left ``--metrics`` without its value), and
+    parse every planned ``python -m gpumm`` command with the command line's own parser."""
+    import shlex
+    import shutil
+
+    from gpumm.cli import parser
+
+    copy = tmp_path / "tree"
+    shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
+    shutil.copy2(paths.ROOT / config_file, copy / "config.yaml")
+    env = {
+        **os.environ,
+        gpu.FAKE_ENV: json.dumps({"ok": True, "reason": "", "name": "pretend", "arch": "sm_90", "l2_bytes": 50 << 20}),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "--config", "mode=measure"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    commands = re.findall(r"python -m gpumm (.*?)(?: >| 2>| \||$)", text, re.M)
+    steps = set()
+    for command in commands:
+        args = shlex.split(command)
+        try:
+            parser().parse_args(args)
+        except SystemExit:
+            pytest.fail(f"the workflow plans a command the command line refuses: python -m gpumm {command}")
+        steps.add(args[0])
+    assert {"build", "measure", "profile", "profile-coalescing", "collect", "pages"} <= steps, steps
+    if config_file != "config.yaml":  # profiling disabled: both profile steps are told so
+        assert all("--disabled" in c for c in commands if c.startswith(("profile ", "profile-coalescing ")))
 
 
 def test_the_default_profile_limits_the_run_to_one_gpu_job():

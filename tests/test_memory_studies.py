@@ -117,3 +117,14 @@ def test_coalescing_summary_and_sectors():
         ]
     )
     assert analysis.sectors_per_request(prof).sectors_per_request.iloc[0] == 32.0
+
+
+def test_disabled_profiling_writes_the_access_patterns_profile_saying_so(tmp_path):
+    from gpumm import profile
+    from gpumm.cli import main
+
+    plan = '{"sizes": [1024], "count": 1024, "strides": [1], "offsets": [0]}'
+    args = ["profile-coalescing", "--cubin", "absent.cubin", "--plan", plan, "--metrics=", "--disabled"]
+    assert main([*args, "--out-dir", str(tmp_path)]) == 0
+    df = pd.read_csv(tmp_path / "profile.csv")
+    assert df[["variant", "status", "reason"]].values.tolist() == [["access_patterns", "missing", profile.DISABLED]]

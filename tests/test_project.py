@@ -143,3 +143,5 @@ def test_notebooks_are_committed_without_outputs():
         code = [c for c in cells if c["cell_type"] == "code"]
         assert all(not c["outputs"] and c["execution_count"] is None for c in code), nb.name
         assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in code), nb.name
+        # nbformat 4.5 wants an id on every cell; a cell without one makes every execution warn
+        assert all(c.get("id") for c in cells), nb.name

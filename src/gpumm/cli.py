@@ -6,9 +6,10 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
+from gpumm import catalog, paths
 
-from gpumm import catalog, files, paths
+# pandas, CuPy and the measuring modules are imported by the steps that use them: a replay step copies a few
+# files, and the pipeline starts about a hundred of them
 
 
 def _ints(text: str) -> list[int]:
@@ -66,7 +67,7 @@ def cmd_profile(a):
     v = catalog.from_id(a.variant)
     sizes = _ints(a.sizes)
     if a.disabled:
-        profile.missing(v, max(sizes), "profiling disabled in the config (profile.enabled: false)", Path(a.out_dir))
+        profile.missing(v, max(sizes), profile.DISABLED, Path(a.out_dir))
         return
     if not v.on_gpu:
         profile.missing(v, max(sizes), "a CPU variant: no GPU kernel to profile", Path(a.out_dir))
@@ -138,10 +139,21 @@ def cmd_collect(a):
     tables.collect(variants, paths.RESULTS, Path(a.out))
 
 
-def cmd_render(a):
-    from gpumm import render
+def cmd_pages(a):
+    from gpumm import execute
 
-    render.render(Path(a.notebook), Path(a.out))
+    notebooks = [paths.ROOT / "notebooks" / f"{page}.ipynb" for page in a.pages.split(",") if page]
+    for nb in notebooks:
+        if not nb.is_file():
+            raise FileNotFoundError(f"no page notebook {nb}")
+    try:
+        times = execute.run(notebooks, Path(a.notebooks_out), Path(a.out), {"tables_dir": a.tables})
+    except execute.PageError as exc:
+        print(exc.__cause__, file=sys.stderr)  # the failing cell's traceback
+        print(f"gpumm pages: {exc}", file=sys.stderr)
+        return 1
+    print(f"{len(times)} pages in {sum(t for _, t in times):.1f} s")
+    return 0
 
 
 def cmd_index(a):
@@ -183,7 +195,7 @@ def cmd_build_micro(a):
 
 
 def cmd_coalescing(a):
-    from gpumm import coalescing
+    from gpumm import coalescing, files
 
     df = coalescing.run(Path(a.cubin), _coalescing_plan(a))
     files.write_csv(df, Path(a.out_dir) / "samples.csv")
@@ -204,7 +216,7 @@ def cmd_coalescing_target(a):
 
 
 def cmd_overhead(a):
-    from gpumm import overhead
+    from gpumm import files, overhead
 
     df = overhead.run(Path(a.cubin), a.warmups, a.repeats)
     files.write_csv(df, Path(a.out_dir) / "samples.csv")
@@ -213,7 +225,7 @@ def cmd_overhead(a):
 
 
 def cmd_hierarchy(a):
-    from gpumm import hierarchy
+    from gpumm import files, hierarchy
 
     plan = hierarchy.Plan(warmups=a.warmups, repeats=a.repeats, seed=a.seed)
     df = hierarchy.run(Path(a.cubin), plan)
@@ -224,8 +236,15 @@ def cmd_hierarchy(a):
 
 
 def cmd_profile_coalescing(a):
-    from gpumm import coalescing, profile
+    import pandas as pd
 
+    from gpumm import coalescing, columns, files, profile
+
+    if a.disabled:
+        row = {"variant": "access_patterns", "status": "missing", "reason": profile.DISABLED}
+        files.write_rows([row], columns.PROFILE, Path(a.out_dir) / "profile.csv")
+        print(f"profile access patterns: missing ({profile.DISABLED})")
+        return
     plan = _coalescing_plan(a)
     launched = Path(a.out_dir) / "launched.json"
     launched.unlink(missing_ok=True)
@@ -260,7 +279,7 @@ def cmd_profile_coalescing(a):
 
 
 def cmd_bandwidth(a):
-    from gpumm import bandwidth
+    from gpumm import bandwidth, files
 
     df = bandwidth.run(a.bytes, a.warmups, a.repeats)
     files.write_csv(df, Path(a.out_dir) / "samples.csv")
@@ -274,7 +293,7 @@ def cmd_replay_study(a):
 
 
 def cmd_import_profile(a):
-    from gpumm import nvprof
+    from gpumm import files, nvprof
 
     v = catalog.from_id(a.variant)  # an unknown variant stops here, naming the allowed ones
     df = nvprof.import_file(Path(a.file), v.id, a.size, a.kernel)
@@ -318,7 +337,7 @@ OPTION_HELP = {
     "--config-digest": "digest of the effective configuration",
     "--why": "why the run measures or replays (for the report)",
     "--archive": "an archived run: data/reference/<gpu> or its raw/provenance.json",
-    "--part": "raw: samples, metadata, profile; build: resource report, PTX and SASS",
+    "--part": "raw: samples, metadata, profile; build: resource report, PTX and SASS; all: both",
     "--tables": "folder of the tidy tables (results/tables)",
     "--name": "micro-benchmark name from the catalog's microbenchmarks",
     "--bytes": "bytes per copy",
@@ -380,7 +399,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("replay", help="copy one variant's archived results")
     s.add_argument("--variant", required=True)
     s.add_argument("--archive", required=True)
-    s.add_argument("--part", choices=["raw", "build"], default="raw")
+    s.add_argument("--part", choices=["raw", "build", "all"], default="raw")
     s.set_defaults(fn=cmd_replay)
 
     s = sub.add_parser("replay-provenance", help="the archived run's provenance, marked replayed")
@@ -396,10 +415,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_collect)
 
-    s = sub.add_parser("render", help="an executed page notebook to the report's HTML")
-    s.add_argument("--notebook", required=True, help="the executed notebook (results/notebooks/<page>.ipynb)")
-    s.add_argument("--out", required=True)
-    s.set_defaults(fn=cmd_render)
+    s = sub.add_parser(
+        "pages", help="execute the page notebooks (papermill, one kernel) and render each to the report's HTML"
+    )
+    s.add_argument("--pages", required=True, help="page names in order, comma-separated (notebooks/<page>.ipynb)")
+    s.add_argument("--tables", required=True, help="the tidy tables the notebooks read (results/tables)")
+    s.add_argument("--notebooks-out", required=True, help="where the executed notebooks go (results/notebooks)")
+    s.add_argument("--out", required=True, help="where the HTML pages go (results/report)")
+    s.set_defaults(fn=cmd_pages)
 
     s = sub.add_parser("index", help="the report's front page")
     s.add_argument("--tables", required=True)
@@ -426,6 +449,7 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--metrics", default="gpu__time_duration.sum")
         s.add_argument("--out-dir", default="results/raw/coalescing")
         s.add_argument("--launched", default="", help="coalescing-target: write the configurations launched here")
+        s.add_argument("--disabled", action="store_true", help="profile-coalescing: profile nothing, say why")
         s.set_defaults(fn=fn)
 
     s = sub.add_parser("bandwidth", help="copy bandwidths: host to device and back, device to device")
@@ -491,26 +515,38 @@ MISSING = {  # a module a step needs that this installation lacks: what it is an
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    from gpumm.build import BuildError
-    from gpumm.nvprof import NvprofError
-    from gpumm.reference import ArchiveError
+USER_ERRORS = (  # errors that describe a user's input or setup: one line, exit 2, no traceback
+    ("gpumm.catalog", "CatalogError"),
+    ("gpumm.build", "BuildError"),
+    ("gpumm.reference", "ArchiveError"),
+    ("gpumm.nvprof", "NvprofError"),
+)
 
+
+def _user_error(exc: Exception) -> bool:
+    """Whether ``exc`` is one of USER_ERRORS (or a missing file); a module not imported raised none of its own."""
+    kinds = [FileNotFoundError]
+    kinds += [getattr(sys.modules[m], name) for m, name in USER_ERRORS if m in sys.modules]
+    return isinstance(exc, tuple(kinds))
+
+
+def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     try:
-        a.fn(a)
-    except (catalog.CatalogError, BuildError, ArchiveError, NvprofError, FileNotFoundError) as exc:
-        print(f"gpumm {a.cmd}: {exc}", file=sys.stderr)
-        return 2
+        rc = a.fn(a)
     except ModuleNotFoundError as exc:
         root = (exc.name or "").split(".")[0]
         if root not in MISSING:
             raise
         print(f"gpumm {a.cmd}: {MISSING[root]}", file=sys.stderr)
         return 2
-    except Exception as exc:  # CUDA reports a missing or unusable GPU as its own error types
+    except Exception as exc:
+        if _user_error(exc):
+            print(f"gpumm {a.cmd}: {exc}", file=sys.stderr)
+            return 2
+        # CUDA reports a missing or unusable GPU as its own error types
         if type(exc).__module__.startswith(("cupy", "cupy_backends")):
             print(f"gpumm {a.cmd}: no usable CUDA GPU ({type(exc).__name__}: {exc})", file=sys.stderr)
             return 2
         raise
-    return 0
+    return rc or 0

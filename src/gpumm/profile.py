@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpumm import files, ncu
+from gpumm import columns, files, ncu
 from gpumm.catalog import Variant
 
-COLUMNS = ["variant", "M", "N", "K", "launch", "kernel", "metric", "value", "unit", "status", "reason"]
+COLUMNS = columns.PROFILE
 DRAM_FACTOR = 3  # the DRAM-regime profile's three matrices fill at least this many times the L2
 
 
@@ -169,22 +169,19 @@ def run_target(
             rows = ncu.parse(imp.stdout, metrics)
         reason = diagnose(log, code, rows)
         (out_dir / "ncu.log").write_text(" ".join(cmd) + "\n" + log)
-    columns = [*base, *(c for c in COLUMNS if c not in base)]
+    cols = [*base, *(c for c in COLUMNS if c not in base)]
     if reason:
         print(f"profile {out_dir.name}: no profile: {reason}", file=sys.stderr)
-        df = pd.DataFrame([{**base, "status": "missing", "reason": reason}], columns=columns)
+        df = pd.DataFrame([{**base, "status": "missing", "reason": reason}], columns=cols)
     else:
-        df = pd.DataFrame([{**base, **r, "status": "ok", "reason": ""} for r in rows], columns=columns)
+        df = pd.DataFrame([{**base, **r, "status": "ok", "reason": ""} for r in rows], columns=cols)
     files.write_csv(df, out_dir / "profile.csv")
     return df
 
 
-def missing(variant: Variant, size: int, reason: str, out_dir: Path) -> pd.DataFrame:
+DISABLED = "profiling disabled in the config (profile.enabled: false)"
+
+
+def missing(variant: Variant, size: int, reason: str, out_dir: Path) -> None:
     """The profile table of a variant that was not profiled, saying why."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    df = pd.DataFrame(
-        [{"variant": variant.id, "M": size, "N": size, "K": size, "status": "missing", "reason": reason}],
-        columns=COLUMNS,
-    )
-    files.write_csv(df, out_dir / "profile.csv")
-    return df
+    files.write_rows([columns.missing_profile(variant.id, size, reason)], columns.PROFILE, out_dir / "profile.csv")

@@ -115,7 +115,6 @@ if config.get("cluster", {}).get("gpu_model"):
 
 wildcard_constraints:
     variant="|".join(ALL_IDS),
-    page="|".join(PAGE_NAMES),
 
 
 def kernel_source(wildcards):

@@ -100,7 +100,7 @@ rule profile:
         disabled="" if config["profile"]["enabled"] else "--disabled",
     shell:
         "python -m gpumm profile --variant {wildcards.variant} {params.binary}"
-        " --sizes {params.sizes} --seed {params.seed} --metrics {params.metrics}"
+        " --sizes {params.sizes} --seed {params.seed} --metrics={params.metrics}"
         " {params.disabled} --out-dir results/raw/{wildcards.variant} > {log} 2>&1"
 
 
@@ -182,9 +182,10 @@ rule profile_coalescing:
         plan=json.dumps(config["coalescing"]),
         seed=config["seed"],
         metrics=PROFILE_METRICS,
+        disabled="" if config["profile"]["enabled"] else "--disabled",
     shell:
         "python -m gpumm profile-coalescing --cubin {input.cubin} --plan '{params.plan}'"
-        " --seed {params.seed} --metrics {params.metrics}"
+        " --seed {params.seed} --metrics={params.metrics} {params.disabled}"
         " --out-dir results/raw/coalescing > {log} 2>&1"
 
 

@@ -1,7 +1,32 @@
 # Replay mode: no usable GPU here. Fill results/ from the archived run.
 
 
+# One job per variant (a variant's archived files change together): its samples, metadata and profile,
+# and, for a CUDA kernel, its build report, PTX and SASS.
 rule replay_variant:
+    input:
+        source=kernel_source,
+        archive=f"{ARCHIVE}/raw/provenance.json",
+    output:
+        samples=f"{RAW}/samples.csv",
+        meta=f"{RAW}/meta.json",
+        profile=f"{RAW}/profile.csv",
+        resources="results/build/{variant}/resources.json",
+        ptx="results/build/{variant}/kernel.ptx",
+        sass="results/build/{variant}/kernel.sass",
+    log:
+        "results/logs/replay/{variant}.log",
+    wildcard_constraints:
+        variant="|".join(CUDA_IDS) or "^$",
+    conda:
+        ENV
+    shell:
+        "python -m gpumm replay --variant {wildcards.variant} --part all"
+        " --archive {input.archive} > {log} 2>&1"
+
+
+# cuBLAS, CuPy and the CPU baselines: nothing is built, so only the raw files.
+rule replay_library_variant:
     input:
         source=kernel_source,
         archive=f"{ARCHIVE}/raw/provenance.json",
@@ -11,29 +36,12 @@ rule replay_variant:
         profile=f"{RAW}/profile.csv",
     log:
         "results/logs/replay/{variant}.log",
+    wildcard_constraints:
+        variant="|".join(v for v in ALL_IDS if v not in CUDA_IDS) or "^$",
     conda:
         ENV
     shell:
         "python -m gpumm replay --variant {wildcards.variant} --part raw"
-        " --archive {input.archive} > {log} 2>&1"
-
-
-rule replay_build:
-    input:
-        source=kernel_source,
-        archive=f"{ARCHIVE}/raw/provenance.json",
-    output:
-        resources="results/build/{variant}/resources.json",
-        ptx="results/build/{variant}/kernel.ptx",
-        sass="results/build/{variant}/kernel.sass",
-    log:
-        "results/logs/replay/{variant}.build.log",
-    wildcard_constraints:
-        variant="|".join(CUDA_IDS) or "^$",
-    conda:
-        ENV
-    shell:
-        "python -m gpumm replay --variant {wildcards.variant} --part build"
         " --archive {input.archive} > {log} 2>&1"
 
 

@@ -28,37 +28,32 @@ rule collect:
         "python -m gpumm collect --variants {params.variants} --out results/tables > {log} 2>&1"
 
 
-rule notebook:
+# One job for every page: the notebooks share one Jupyter kernel (its start and the plotting imports are
+# paid once; each page starts from an emptied namespace), and each executed page is rendered to HTML.
+rule pages:
     input:
         TABLES,
-        notebook="notebooks/{page}.ipynb",
+        notebooks=expand("notebooks/{page}.ipynb", page=PAGE_NAMES),
     output:
-        "results/notebooks/{page}.ipynb",
+        notebooks=expand("results/notebooks/{page}.ipynb", page=PAGE_NAMES),
+        pages=[
+            report(
+                f"results/report/{page}.html",
+                caption="../report/page.rst",
+                category="Pages",
+                labels={"page": page},
+            )
+            for page in PAGE_NAMES
+        ],
     log:
-        "results/logs/notebooks/{page}.log",
+        "results/logs/pages.log",
     conda:
         ENV
+    params:
+        pages=",".join(PAGE_NAMES),
     shell:
-        "python -m papermill {input.notebook} {output} -k python3 --cwd ."
-        " -p tables_dir results/tables > {log} 2>&1"
-
-
-rule html:
-    input:
-        "results/notebooks/{page}.ipynb",
-    output:
-        report(
-            "results/report/{page}.html",
-            caption="../report/page.rst",
-            category="Pages",
-            labels={"page": "{page}"},
-        ),
-    log:
-        "results/logs/html/{page}.log",
-    conda:
-        ENV
-    shell:
-        "python -m gpumm render --notebook {input} --out {output} > {log} 2>&1"
+        "python -m gpumm pages --pages {params.pages} --tables results/tables"
+        " --notebooks-out results/notebooks --out results/report > {log} 2>&1"
 
 
 rule index:

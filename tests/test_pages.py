@@ -1,0 +1,49 @@
+"""The pages job: every page notebook runs in one kernel, each from an emptied namespace; a failing page
+stops the run, naming itself, and leaves no output of its own."""
+
+import nbformat
+import pytest
+
+from gpumm import execute
+
+
+def _page(path, *sources):
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('tables_dir = "unset"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, *(nbformat.v4.new_code_cell(s) for s in sources)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+def _stdout(nb) -> str:
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.mark.slow
+def test_pages_share_a_kernel_but_not_their_names(tmp_path):
+    first = _page(tmp_path / "first.ipynb", "leak = 41\nimport math\nprint('first', tables_dir, leak + 1)")
+    second = _page(
+        tmp_path / "second.ipynb",
+        "import sys\nprint('second', tables_dir, 'leak' in dir(), 'math' in dir(), 'math' in sys.modules)",
+    )
+    reads_leak = _page(tmp_path / "reads_leak.ipynb", "print(leak)")
+    executed, html = tmp_path / "executed", tmp_path / "html"
+
+    with pytest.raises(execute.PageError) as failed:
+        execute.run([first, second, reads_leak], executed, html, {"tables_dir": "results/tables"})
+
+    # the page that relied on another page's name failed, by name, and wrote nothing
+    assert "reads_leak" in str(failed.value) and "NameError" in str(failed.value)
+    assert not (executed / "reads_leak.ipynb").exists() and not (html / "reads_leak.html").exists()
+    # the pages before it ran in one kernel (modules stay imported) from an emptied namespace, with the
+    # parameters papermill injected, and were written without the reset cell
+    one, two = (nbformat.read(executed / f"{n}.ipynb", as_version=4) for n in ("first", "second"))
+    assert "first results/tables 42" in _stdout(one)
+    assert "second results/tables False False True" in _stdout(two)
+    for nb in (one, two):
+        assert not any(execute.RESET_TAG in c.metadata.get("tags", []) for c in nb.cells)
+        assert "%reset" not in "".join(c.source for c in nb.cells)
+    assert (html / "first.html").is_file() and (html / "second.html").is_file()
+    assert not list(executed.glob("*.tmp")) and not list(html.glob("*.tmp"))
