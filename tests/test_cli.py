@@ -137,3 +137,27 @@ def test_readme_facts_are_true():
     count = int(re.search(r"(\d+)(?:/\d+)? tests? (?:collected|selected)", collected).group(1))
     stated = int(re.search(r"`pytest -m gpu` runs (\d+) tests", README).group(1))
     assert stated == count, (stated, count)
+
+
+def test_readme_parallel_check_figures_are_those_of_the_kept_runs():
+    """The README's figures for `--cores 1` against `--cores 8` are recomputed from data/checks/parallel-h100."""
+    sys.path.insert(0, str(paths.ROOT / "tools"))
+    from compare_runs import compare
+
+    d = paths.ROOT / "data" / "checks" / "parallel-h100"
+    one, again, eight = (pd.read_csv(d / f"summary-{n}.csv") for n in ("cores1", "cores1-again", "cores8"))
+
+    def span(a, b, timed, digits):
+        r = compare(a, b)
+        r = r[r.timed == timed].ratio
+        return f"({r.min():.{digits}f}–{r.max():.{digits}f})"
+
+    def elapsed(name):
+        h, m, sec = re.search(r"Elapsed time: (\d+):(\d+):([\d.]+)", (d / f"snakemake-{name}.txt").read_text()).groups()
+        return round(3600 * int(h) + 60 * int(m) + float(sec))
+
+    text = " ".join(README.split())
+    assert f"took {elapsed('cores1')} s with `--cores 1` and {elapsed('cores8')} s with `--cores 8`" in text
+    assert f"within 2% of the `--cores 1` run's {span(one, eight, 'kernel', 3)}" in text
+    assert f"to each other {span(one, again, 'kernel', 3)}" in text
+    assert f"two `--cores 1` runs included {span(one, again, 'end_to_end', 2)}" in text
