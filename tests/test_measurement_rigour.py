@@ -184,14 +184,14 @@ def _jobs(text):
     return jobs
 
 
-def test_every_gpu_job_declares_the_gpu_resource(tree):
-    """Plan a measure-mode run (a pretend GPU) and read each job's resources from Snakemake's dry run."""
+def _measure_plan(tree, cores: int) -> str:
+    """Snakemake's dry run (with the shell commands) of a measure-mode run in ``tree``, on a pretend GPU."""
     env = {
         **os.environ,
         gpu.FAKE_ENV: json.dumps({"ok": True, "reason": "", "name": "pretend", "arch": "sm_90", "l2_bytes": 50 << 20}),
     }
     out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "8", "--config", "mode=measure"],
+        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", str(cores), "--config", "mode=measure"],
         cwd=tree,
         capture_output=True,
         text=True,
@@ -200,6 +200,12 @@ def test_every_gpu_job_declares_the_gpu_resource(tree):
     )
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-3000:]
+    return text
+
+
+def test_every_gpu_job_declares_the_gpu_resource(tree):
+    """Plan a measure-mode run (a pretend GPU) and read each job's resources from Snakemake's dry run."""
+    text = _measure_plan(tree, 8)
     jobs = _jobs(text)
     steps = {step for _, _, step in jobs}
     assert GPU_COMMANDS <= steps, steps  # the dry run shows every GPU step
@@ -221,20 +227,7 @@ def test_every_command_a_measure_run_plans_is_one_the_command_line_accepts(tree,
     copy = tmp_path / "tree"
     shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
     shutil.copy2(paths.ROOT / config_file, copy / "config.yaml")
-    env = {
-        **os.environ,
-        gpu.FAKE_ENV: json.dumps({"ok": True, "reason": "", "name": "pretend", "arch": "sm_90", "l2_bytes": 50 << 20}),
-    }
-    out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "--config", "mode=measure"],
-        cwd=copy,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-3000:]
+    text = _measure_plan(copy, 1)
     commands = re.findall(r"python -m gpumm (.*?)(?: >| 2>| \||$)", text, re.M)
     steps = set()
     for command in commands:
