@@ -184,3 +184,26 @@ def test_the_race_archive_replays_the_ladder_to_cublas(tree, tmp_path):
     assert html.count("image/png") >= 2  # the roofline among the page's figures
     shown = (race / "results" / "report" / "data").glob("ladder-race-*.csv")
     assert {p.name for p in shown} >= {"ladder-race-gflops.csv", "ladder-race-share.csv", "ladder-race-counters.csv"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "subset",
+    [
+        "[transpose_naive]",  # no matrix multiply at all: no ladder, no cuBLAS, no loop counts
+        "[blocktile_1d]",  # a kernel the archive does not hold: not measured, no build report
+        "[cpu_blas1]",  # no CUDA kernel: no resources, no loops
+    ],
+)
+def test_every_page_renders_for_a_subset(tree, tmp_path, subset):
+    """`only` runs a subset (issue 10); every page must still render, saying what it lacks, not crash."""
+    import shutil
+
+    copy = tmp_path / "tree"
+    shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
+    out = snakemake(copy, "--config", "mode=replay", f"only={subset}")
+    log = copy / "results" / "logs" / "pages.log"
+    assert out.returncode == 0, (log.read_text() if log.is_file() else "")[-2000:] + out.stderr[-2000:]
+    for page in ["index", *(p["notebook"] for p in PAGES)]:
+        html = (copy / "results" / "report" / f"{page}.html").read_text()
+        assert "Data source: REPLAYED" in html and "Traceback" not in html, (subset, page)

@@ -138,7 +138,8 @@ def ladder(summary: pd.DataFrame, families: list[dict], shape) -> pd.DataFrame:
                 "gain_over_rung_below": g / best["gflops"].get(below, math.nan) if below else math.nan,
             }
         )
-    return pd.DataFrame(rows)
+    columns = ["family", "best_variant", "gflops", "iqr_pct", "share_of_cublas", "rung_below", "gain_over_rung_below"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def claim_s1_c1(summary: pd.DataFrame, best: str = "unrolled", naive: str = "naive") -> dict:

@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 _PTX_LABEL = re.compile(r"^(\$\w+):")
@@ -185,6 +185,12 @@ def tensor_core_ops(ptx: str, sass: str) -> dict:
         "sass_tensor_core": sum(1 for o in ops if _SASS_TENSOR.fullmatch(o)) if has_sass else None,
         "sass_ffma": sum(1 for o in ops if o.startswith("FFMA")) if has_sass else None,
     }
+
+
+# the keys of analyse's record
+COLUMNS = ["status", "reason"] + [
+    f"{level}_{k}" for level in ("ptx", "sass") for k in [*(f.name for f in fields(Loop)), "fma_share"]
+]
 
 
 def analyse(ptx: str, sass: str, entry: str) -> dict:

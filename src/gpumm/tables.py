@@ -11,6 +11,16 @@ from gpumm import analysis, compare, loops, operations, paths, reference
 from gpumm.catalog import Variant
 
 SHAPE = ["variant", "family", "defines", "kind", "M", "N", "K", "memory_mode", "timed"]
+# the columns the pages read from the tables built row by row: a run of a subset (config `only`) without a CUDA
+# kernel, or with none the archive holds, still has them, empty
+RESOURCE_COLUMNS = ["variant", "family", "entry", "arch", "registers", "stack_bytes", "spill_store_bytes"]
+RESOURCE_COLUMNS += ["spill_load_bytes", "smem_bytes", "register_cap", "threads_per_block", "occupancy"]
+LOOP_COLUMNS = ["variant", "family", "defines", *loops.COLUMNS, "ptx_tensor_core", "sass_tensor_core", "sass_ffma"]
+
+
+def with_columns(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``df`` with every one of ``columns`` (a missing one added empty, after its own)."""
+    return df.reindex(columns=[*df.columns, *(c for c in columns if c not in df.columns)])
 
 
 FIRST = {  # what the summary takes from the first sample of each set (as measured, NaN included)
@@ -104,14 +114,14 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         precision = loops.tensor_core_ops((b / "kernel.ptx").read_text(), (b / "kernel.sass").read_text())
         loop_rows.append({**loop, **precision, "variant": v.id, "family": v.family, "defines": v.defines_text()})
     summary = summarise(samples)
-    loop_table = pd.DataFrame(loop_rows)
+    loop_table = with_columns(pd.DataFrame(loop_rows), LOOP_COLUMNS)
     gpus = [v.id for v in variants if v.on_gpu]
     cpus = [v.id for v in variants if v.kind == "cpu"]
     tables = {
         "samples": samples,
         "summary": summary,
         "profiles": profiles,
-        "resources": pd.DataFrame(resources),
+        "resources": with_columns(pd.DataFrame(resources), RESOURCE_COLUMNS),
         "variants": pd.DataFrame([_variant_row(v, results) for v in variants]),
         "loops": loop_table,
         "estimate": _estimates(loop_table, gpu),
