@@ -36,6 +36,7 @@ def test_pages_share_a_kernel_but_not_their_names(tmp_path):
 
     # the page that relied on another page's name failed, by name, and wrote nothing
     assert "reads_leak" in str(failed.value) and "NameError" in str(failed.value)
+    assert "cell 2 (the one starting 'print(leak)')" in str(failed.value)  # as committed, not the kernel's count
     assert not (executed / "reads_leak.ipynb").exists() and not (html / "reads_leak.html").exists()
     # the pages before it ran in one kernel (modules stay imported) from an emptied namespace, with the
     # parameters papermill injected, and were written without the reset cell

@@ -41,6 +41,15 @@ def _without_reset(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+def _cell(notebook: Path, source: str) -> str:
+    """Which cell of the notebook as committed ran ``source``: its number, counting from 1, and first line (the
+    kernel's execution count would mislead: it goes on from page to page)."""
+    cells = nbformat.read(notebook, as_version=4).cells
+    number = next((i for i, c in enumerate(cells, 1) if c.source == source), None)
+    first = next((line for line in source.splitlines() if line.strip()), "")
+    return f"{'cell ' + str(number) if number else 'a cell'} (the one starting {first.strip()!r})"
+
+
 def _write(nb: nbformat.NotebookNode, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
@@ -75,7 +84,8 @@ def run(
                 )
             except pm.PapermillExecutionError as exc:
                 raise PageError(
-                    f"page {notebook.stem} ({notebook}) failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue}"
+                    f"page {notebook.stem} ({notebook}) failed in {_cell(notebook, exc.source)}: "
+                    f"{exc.ename}: {exc.evalue}"
                 ) from exc
             _write(_without_reset(nb), executed_dir / notebook.name)
             if html_dir is not None:
