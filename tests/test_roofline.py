@@ -180,3 +180,20 @@ def test_the_comparison_reads_each_archive_and_sets_differences_beside_the_hardw
     assert "(×1.50)" in copy and "differs by ×1.50" in copy and "follows it" in copy
     naive = next(s for s in said if s.startswith("naive"))
     assert "(×1.00)" in naive and "FP32 peak differs by ×1.00" in naive
+
+
+def test_the_comparison_keeps_a_run_that_has_no_rates(tmp_path):
+    """A measured subset without 4096³ (here: 'this run') has no rates; its column stays, empty, so that the page
+    can still set the archives beside it (the pivot once dropped it and the page failed)."""
+    from gpumm import compare
+
+    a = _archive(tmp_path, "a", "GPU A", 2_500_000, [27.48779069], 3000.0)
+    t = compare.table({"this run": tmp_path / "none", "a": a})
+    small = t[t.run == "a"].assign(run="this run", value=lambda d: d.value.where(d.unit != "GFLOP/s"))
+    t = pd.concat([small, t], ignore_index=True)
+    rates = compare.wide(t, "GFLOP/s")
+    assert list(rates.columns) == ["this run", "a"] and rates["this run"].isna().all()
+    assert list(rates.index) == [f"{v} GFLOP/s at 4096³" for v in compare.RATE_VARIANTS]
+    assert rates.at["naive GFLOP/s at 4096³", "a"] == pytest.approx(5000.0, rel=1e-6)
+    everything = compare.wide(t)
+    assert list(everything.columns) == ["this run", "a"] and everything.index[0] == rates.index[0]

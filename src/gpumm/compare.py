@@ -75,6 +75,16 @@ def table(runs: dict[str, Path]) -> pd.DataFrame:
     return pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=COLUMNS)
 
 
+def wide(t: pd.DataFrame, unit: str | None = None) -> pd.DataFrame:
+    """One row per number (only those in ``unit`` when given), one column per run in the order the runs come;
+    a run without such numbers (a subset, sizes below 4096) keeps its column, empty."""
+    runs = list(dict.fromkeys(t.run))
+    rows = t if unit is None else t[t.unit == unit]
+    return rows.pivot_table(index="what", columns="run", values="value", sort=False, dropna=False).reindex(
+        index=list(dict.fromkeys(rows.what)), columns=runs
+    )
+
+
 def sentences(t: pd.DataFrame, base: str, other: str) -> list[str]:
     """For each number both runs have: the ratio other/base, beside the ratio of the hardware number it tracks."""
     a, b = (t[t.run == r].set_index("what") for r in (base, other))

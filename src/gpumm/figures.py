@@ -154,14 +154,15 @@ def show(df: pd.DataFrame, precision: int = 1, name: str | None = None, **format
     download(df, name)
 
 
-def download(df: pd.DataFrame, name: str | None = None) -> None:
-    """Write ``df`` as the tidy CSV of the table or figure just shown, and link it."""
+def download(df: pd.DataFrame, name: str | None = None, text: str = "Download this as CSV") -> None:
+    """Write ``df`` as the tidy CSV of the table or figure just shown, and link it (``text``: the link's words,
+    for a CSV that is not the one just shown)."""
     if _PAGE["data"] is None or df is None:
         return
     _PAGE["count"] += 1
     fname = f"{_PAGE['name']}-{name or _PAGE['count']}.csv"
     files.write_csv(df, _PAGE["data"] / fname)
-    display(HTML(f'<p class="csv"><a href="data/{html.escape(fname)}">Download this as CSV</a></p>'))
+    display(HTML(f'<p class="csv"><a href="data/{html.escape(fname)}">{html.escape(text)}</a></p>'))
 
 
 def figure(data: pd.DataFrame | None = None, name: str | None = None) -> None:
