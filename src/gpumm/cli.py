@@ -62,15 +62,15 @@ def cmd_measure(a):
 
 
 def cmd_profile(a):
-    from gpumm import profile
+    from gpumm import columns, profile
 
     v = catalog.from_id(a.variant)
     sizes = _ints(a.sizes)
     if a.disabled:
-        profile.missing(v, max(sizes), profile.DISABLED, Path(a.out_dir))
+        columns.write_missing_profile(v.id, max(sizes), profile.DISABLED, Path(a.out_dir))
         return
     if not v.on_gpu:
-        profile.missing(v, max(sizes), "a CPU variant: no GPU kernel to profile", Path(a.out_dir))
+        columns.write_missing_profile(v.id, max(sizes), "a CPU variant: no GPU kernel to profile", Path(a.out_dir))
         return
     binary = Path(a.binary) if a.binary else None
     df = profile.run(v, binary, sizes, a.seed, a.metrics.split(","), Path(a.out_dir))

@@ -1,7 +1,10 @@
 """The columns of the raw tables every variant's steps write: samples.csv (measure, replay) and profile.csv
-(profile, replay). Kept apart from the modules that measure, so that a replay step can write a placeholder
-row without importing them."""
+(profile, replay), and the placeholder profile of a variant not profiled. Kept apart from the modules that
+measure, so that a replay step can write a placeholder row without importing them."""
 
+from pathlib import Path
+
+from gpumm import files
 from gpumm.clocks import FIELDS as CLOCK_FIELDS
 
 SAMPLES = [
@@ -36,6 +39,7 @@ SAMPLES = [
 PROFILE = ["variant", "M", "N", "K", "launch", "kernel", "metric", "value", "unit", "status", "reason"]
 
 
-def missing_profile(variant: str, size: int, reason: str) -> dict:
-    """The one row of profile.csv of a variant that was not profiled, saying why."""
-    return {"variant": variant, "M": size, "N": size, "K": size, "status": "missing", "reason": reason}
+def write_missing_profile(variant: str, size: int, reason: str, out_dir: Path) -> None:
+    """The profile.csv of a variant that was not profiled: one row saying why."""
+    row = {"variant": variant, "M": size, "N": size, "K": size, "status": "missing", "reason": reason}
+    files.write_rows([row], PROFILE, out_dir / "profile.csv")

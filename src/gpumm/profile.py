@@ -28,6 +28,7 @@ from gpumm import columns, files, ncu
 from gpumm.catalog import Variant
 
 COLUMNS = columns.PROFILE
+DISABLED = "profiling disabled in the config (profile.enabled: false)"
 DRAM_FACTOR = 3  # the DRAM-regime profile's three matrices fill at least this many times the L2
 
 
@@ -177,11 +178,3 @@ def run_target(
         df = pd.DataFrame([{**base, **r, "status": "ok", "reason": ""} for r in rows], columns=cols)
     files.write_csv(df, out_dir / "profile.csv")
     return df
-
-
-DISABLED = "profiling disabled in the config (profile.enabled: false)"
-
-
-def missing(variant: Variant, size: int, reason: str, out_dir: Path) -> None:
-    """The profile table of a variant that was not profiled, saying why."""
-    files.write_rows([columns.missing_profile(variant.id, size, reason)], columns.PROFILE, out_dir / "profile.csv")

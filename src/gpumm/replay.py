@@ -31,7 +31,7 @@ def variant(v: Variant, archive: Path, results: Path = paths.RESULTS) -> dict:
         files.write_rows([{**row, "status": "not measured", "reason": reason}], columns.SAMPLES, dst / "samples.csv")
         meta = {"variant": v.id, "origin": "not measured", "digest": current, "reason": reason}
         _write_json(meta, dst / "meta.json")
-        files.write_rows([columns.missing_profile(v.id, 0, reason)], columns.PROFILE, dst / "profile.csv")
+        columns.write_missing_profile(v.id, 0, reason, dst)
     else:
         meta = json.loads((src / "meta.json").read_text())
         archived = meta.get("digest")
@@ -42,8 +42,7 @@ def variant(v: Variant, archive: Path, results: Path = paths.RESULTS) -> dict:
         if (src / "profile.csv").is_file():
             shutil.copy2(src / "profile.csv", dst / "profile.csv")
         else:
-            reason = f"the archived run {archive.name} holds no profile of {v.id}"
-            files.write_rows([columns.missing_profile(v.id, 0, reason)], columns.PROFILE, dst / "profile.csv")
+            columns.write_missing_profile(v.id, 0, f"the archived run {archive.name} holds no profile of {v.id}", dst)
         _write_json(meta, dst / "meta.json")
     return meta
 
