@@ -78,14 +78,14 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
         max_ms=stats["max_ms"],
         s1m_mean_ms=stats["s1m_mean_ms"],
         **{col: first[col] for col in FIRST},
+        # the work model of each set (the catalog's flops and bytes), where the run recorded it
+        **{col: first[col] for col in ("work_flops", "work_bytes") if col in first},
     )
     summary = out.reset_index(drop=True)
     m, n, k = (pd.to_numeric(summary[d], errors="coerce").astype(float) for d in "MNK")
-    # the work model of each row (the catalog's flops and bytes); runs from before it was recorded: a matmul's
-    work = df.drop_duplicates(keys)[keys + [c for c in ("work_flops", "work_bytes") if c in df]]
-    summary = summary.merge(work, on=keys, how="left") if len(work.columns) > len(keys) else summary
     flops = summary["work_flops"] if "work_flops" in summary else pd.Series(np.nan, index=summary.index)
     nbytes = summary["work_bytes"] if "work_bytes" in summary else pd.Series(np.nan, index=summary.index)
+    # runs from before the work model was recorded: a matmul's
     flops = flops.where(flops.notna(), 2.0 * m * n * k)
     nbytes = nbytes.where(nbytes.notna(), 4.0 * (m * k + k * n + m * n))
     seconds = summary["median_ms"] * 1e-3
@@ -109,9 +109,10 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
     for v in (v for v in variants if v.is_cuda):
         res = _json(paths.build_dir(v.id, results) / "resources.json")
         b = paths.build_dir(v.id, results)
-        loop = loops.analyse((b / "kernel.ptx").read_text(), (b / "kernel.sass").read_text(), v.entry)
+        ptx, sass = (b / "kernel.ptx").read_text(), (b / "kernel.sass").read_text()
+        loop = loops.analyse(ptx, sass, v.entry)
         resources.append({**_with_occupancy(res, v, gpu), "variant": v.id, "family": v.family})
-        precision = loops.tensor_core_ops((b / "kernel.ptx").read_text(), (b / "kernel.sass").read_text())
+        precision = loops.tensor_core_ops(ptx, sass)
         loop_rows.append({**loop, **precision, "variant": v.id, "family": v.family, "defines": v.defines_text()})
     summary = summarise(samples)
     loop_table = with_columns(pd.DataFrame(loop_rows), LOOP_COLUMNS)
