@@ -134,8 +134,7 @@ def read_yaml(text: str):
 
 def microbenchmarks(path: Path = paths.CATALOG) -> dict:
     """The catalog's memory micro-benchmarks by name (file, entries), each file checked to exist."""
-    load(path)
-    micro = read_yaml(path.read_text()).get("microbenchmarks", {})
+    micro = copy.deepcopy(_checked(path).get("microbenchmarks", {}))
     for name, m in micro.items():
         if not (paths.KERNELS / m["file"]).is_file():
             raise CatalogError(
@@ -144,17 +143,20 @@ def microbenchmarks(path: Path = paths.CATALOG) -> dict:
     return micro
 
 
-_CHECKED: dict[tuple, dict] = {}  # families of a catalog already read and checked, by (path, text)
+_CHECKED: dict[tuple, dict] = {}  # catalogs already read and checked, by (path, text)
 # The fingerprint (catalog and schema text) of the catalog this process checked: the steps it starts
 # (Snakemake's jobs, about a hundred of them) inherit it and do not check that same text again
 CHECKED_ENV = "GPUMM_CATALOG_CHECKED"
 
 
 def load(path: Path = paths.CATALOG) -> dict:
-    """Read and check the catalog; return its families by name (a copy the caller may change).
+    """Read and check the catalog; return its families by name (a copy the caller may change)."""
+    return copy.deepcopy(_checked(path)["variants"])
 
-    A catalog already checked in this process, with the same text, is not parsed or checked again.
-    """
+
+def _checked(path: Path) -> dict:
+    """The catalog document, checked; one already checked in this process, with the same text, is not parsed
+    or checked again."""
     try:
         text = path.read_text()
     except OSError as exc:
@@ -162,7 +164,7 @@ def load(path: Path = paths.CATALOG) -> dict:
     key = (str(path), text)
     if key not in _CHECKED:
         _CHECKED[key] = _check(path, text)
-    return copy.deepcopy(_CHECKED[key])
+    return _CHECKED[key]
 
 
 def _check(path: Path, text: str) -> dict:
@@ -173,7 +175,7 @@ def _check(path: Path, text: str) -> dict:
     schema_text = paths.CATALOG_SCHEMA.read_text()
     fingerprint = hashlib.sha256((text + "\0" + schema_text).encode()).hexdigest()[:32]
     if os.environ.get(CHECKED_ENV) == fingerprint:
-        return data["variants"]
+        return data
     import jsonschema  # a tenth of a second to import: only where the catalog is checked
 
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(read_yaml(schema_text)).iter_errors(data))
@@ -184,7 +186,7 @@ def _check(path: Path, text: str) -> dict:
     for name, fam in families.items():
         _check_family(name, fam, families)
     os.environ[CHECKED_ENV] = fingerprint
-    return families
+    return data
 
 
 def _check_family(name: str, fam: dict, families: dict) -> None:

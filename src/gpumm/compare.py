@@ -80,7 +80,7 @@ def wide(t: pd.DataFrame, unit: str | None = None) -> pd.DataFrame:
     a run without such numbers (a subset, sizes below 4096) keeps its column, empty."""
     runs = list(dict.fromkeys(t.run))
     rows = t if unit is None else t[t.unit == unit]
-    return rows.pivot_table(index="what", columns="run", values="value", sort=False, dropna=False).reindex(
+    return rows.pivot_table(index="what", columns="run", values="value").reindex(
         index=list(dict.fromkeys(rows.what)), columns=runs
     )
 
