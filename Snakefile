@@ -26,6 +26,14 @@ else:
 include: "workflow/rules/report.smk"
 
 
+onsuccess:
+    finish(True)
+
+
+onerror:
+    finish(False)
+
+
 # On a cluster (workflow/profiles/slurm) the report's steps run where Snakemake runs.
 localrules:
     all,

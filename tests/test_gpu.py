@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gpumm import build, catalog, loops, measure, memory, verify
+from gpumm import build, catalog, loops, measure, memory, sampling, timing, verify
 from gpumm.launch import Launcher
 
 pytestmark = pytest.mark.gpu
@@ -166,12 +166,11 @@ def test_memory_hierarchy_chase_and_reads_verify(tmp_path, arch):
 def test_variants_verify_under_every_memory_mode(launchers, vid):
     plan = measure.Plan(
         shapes=[(64, 64, 64), (333, 517, 129), (1000, 1000, 1000)],
-        warmups=1,
-        repeats=2,
+        warmup=timing.Warmup(1),
+        rule=sampling.Rule(min_samples=2, max_samples=3, timeout_s=0.1),
         budget_s=60,
         seed=5,
         cpu_max_mnk=1 << 30,
-        cold_repeats=2,
         modes=["device", "zero_copy", "managed", "managed_prefetch"],
     )
     df = measure.run(launchers[vid].variant, launchers[vid].binary, plan, progress=False)
@@ -210,8 +209,6 @@ def test_batched_timing_captures_kernels_and_cublas_in_graphs(launchers):
     """Short kernels and cuBLAS are timed as CUDA graphs of back-to-back launches, and still compute C."""
     import cupy
 
-    from gpumm import timing
-
     with cupy.cuda.Stream(non_blocking=True):
         for vid in ("tiled_tile16", "cublas", "coalesced_bt_tile16"):
             A_h, B_h = verify.exact_inputs(1, 96, 80, 64)
@@ -225,7 +222,13 @@ def test_batched_timing_captures_kernels_and_cublas_in_graphs(launchers):
 
 def test_clocks_are_recorded_during_a_measurement(launchers):
     plan = measure.Plan(
-        shapes=[(512, 512, 512)], modes=["device"], warmups=1, repeats=3, budget_s=30, seed=3, cpu_max_mnk=1 << 30
+        shapes=[(512, 512, 512)],
+        modes=["device"],
+        warmup=timing.Warmup(1),
+        rule=sampling.fixed(3),
+        budget_s=30,
+        seed=3,
+        cpu_max_mnk=1 << 30,
     )
     df = measure.run(launchers["naive"].variant, launchers["naive"].binary, plan, progress=False)
     k = df[df.timed == "kernel"]
@@ -250,7 +253,13 @@ def test_coalescing_patterns_verify_and_time(tmp_path, arch):
     m = catalog.microbenchmarks()["access_patterns"]
     build.build_file(catalog.paths.KERNELS / m["file"], m["entries"], arch, tmp_path)
     plan = coalescing.Plan(
-        sizes=[256, 1000], count=100_003, strides=[1, 4, 32], offsets=[0, 3, 31], warmups=1, repeats=3, seed=2
+        sizes=[256, 1000],
+        count=100_003,
+        strides=[1, 4, 32],
+        offsets=[0, 3, 31],
+        seed=2,
+        warmup=timing.Warmup(1),
+        rule=sampling.fixed(3),
     )
     df = coalescing.run(tmp_path / "kernel.cubin", plan, progress=False)
     assert (df.status == "ok").all() and df.verified.all() and (df.gbs > 0).all()
@@ -277,8 +286,8 @@ def test_measure_records_samples_failures_and_skips(launchers):
     plan = measure.Plan(
         shapes=[(64, 64, 64), (333, 517, 129)],
         modes=["device"],
-        warmups=1,
-        repeats=5,
+        warmup=timing.Warmup(1),
+        rule=sampling.fixed(5),
         budget_s=30,
         seed=3,
         cpu_max_mnk=1 << 27,
@@ -298,3 +307,68 @@ def test_measure_records_samples_failures_and_skips(launchers):
     tight = dataclasses.replace(plan, shapes=[(64, 64, 64), (2048, 2048, 2048)], budget_s=1e-6)
     df = measure.run(launchers["naive"].variant, launchers["naive"].binary, tight, progress=False)
     assert set(df.status) == {"skipped"} and df.reason.str.contains("budget").all()
+
+
+def test_the_stopping_rule_on_real_kernels(launchers):
+    """A quiet long kernel stops at its minimum; every set records why it stopped; checks count as warm-up."""
+    plan = measure.Plan(
+        shapes=[(64, 64, 64), (2048, 2048, 2048)],
+        modes=["device"],
+        rule=sampling.Rule(min_samples=5, max_samples=40, max_noise_pct=2.0, timeout_s=5),
+        budget_s=60,
+        seed=4,
+        cpu_max_mnk=1 << 27,
+        end_to_end_max_size=0,
+    )
+    df = measure.run(launchers["naive"].variant, launchers["naive"].binary, plan, progress=False)
+    assert (df.status == "ok").all() and set(df.stop) <= set(sampling.STOPS)
+    big = df[df.M == 2048]
+    assert len(big) >= 5 and big.stop.iloc[0] in ("quiet", "timeout")
+    assert big.warmups.iloc[0] <= 1  # the two checks of a ~25 ms kernel already ran for warmup_s
+
+
+def test_the_gpu_lock_keeps_a_second_timing_off_the_gpu(launchers, tmp_path):
+    """While this process holds the GPU's lock, a measurement started beside it waits; with a deadline it stops
+    with one line and writes nothing."""
+    import os
+    import subprocess
+    import sys
+
+    from gpumm import gpulock
+
+    lock_dir = tmp_path / "locks"
+    env = {**os.environ, "GPUMM_LOCK_DIR": str(lock_dir), "GPUMM_GPU_WAIT_S": "2"}
+    env.pop("GPUMM_WORKER", None)
+    os.environ["GPUMM_LOCK_DIR"] = str(lock_dir)
+    try:
+        with gpulock.hold_current("the test"):
+            cmd = [sys.executable, "-m", "gpumm", "measure", "--variant", "naive", "--sizes", "64"]
+            cmd += ["--binary", str(launchers["naive"].binary), "--out-dir", str(tmp_path / "out")]
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        os.environ.pop("GPUMM_LOCK_DIR", None)
+    assert r.returncode == 2 and "stayed in use by pid" in r.stderr and "the test" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "out" / "samples.csv").exists()
+
+
+def test_a_step_through_the_gpu_worker_is_the_step(launchers, tmp_path):
+    """The same measurement in process and through the worker: same rows, the worker's log says it served it,
+    and a second step reuses the worker (one CUDA context)."""
+    import os
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    env = {**os.environ, "GPUMM_WORKER": "1", "GPUMM_WORKER_DIR": str(tmp_path / "w")}
+    env["GPUMM_WORKER_LOG"] = str(tmp_path / "worker.log")
+    base = [sys.executable, "-m", "gpumm", "measure", "--variant", "tiled_tile16", "--sizes", "128,256"]
+    base += ["--binary", str(launchers["tiled_tile16"].binary)]
+    for out in ("a", "b"):
+        r = subprocess.run([*base, "--out-dir", str(tmp_path / out)], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+    subprocess.run([sys.executable, "-m", "gpumm", "worker", "--stop"], env=env, check=True)
+    log = (tmp_path / "worker.log").read_text()
+    assert log.count("CUDA context ready") == 1 and log.count("exit 0") == 2, log
+    a, b = (pd.read_csv(tmp_path / x / "samples.csv") for x in "ab")
+    assert (a.status == "ok").all() and a[["M", "timed"]].drop_duplicates().equals(b[["M", "timed"]].drop_duplicates())

@@ -13,6 +13,11 @@
 #                                            SASS free of tensor-core instructions), the pipeline with
 #                                            tools/race.yaml (tables only), the ladder table, then
 #                                            compute-sanitizer memcheck and racecheck on the new rungs
+#   tools/device_run.sh study [BUDGET_S] [NAME]  the whole default study as a user runs it: from a tree with
+#                                            nothing built, `snakemake --cores all`, timed; then
+#                                            `python -m gpumm archive --name NAME` (with its run.json), the
+#                                            stopping rule against the fixed count (tools/sampling_check.py),
+#                                            and tars of the archive, the report and the logs into $OUT
 #   tools/device_run.sh sanitize             compute-sanitizer memcheck and racecheck on the transposes
 #                                            (odd shapes) and the memory-hierarchy kernels
 set -uo pipefail
@@ -81,6 +86,33 @@ PY
     timeout 70 compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q tests/test_gpu.py \
       -k "($rungs) and float64 and (333x517x129 or 17x1x33)" 2>&1 | tee "$OUT/log/sanitize-race-$tool.txt" | tail -3
   done
+  ;;
+study)
+  name=${3:-}
+  rm -rf results .snakemake
+  t0=$(date +%s.%N)
+  timeout "$budget" python3 -m snakemake --cores all 2>&1 | tee "$OUT/log/study.txt" \
+    | grep -E "gpumm:|of .* steps|rror|FAILED" | tail -25
+  rc=${PIPESTATUS[0]}
+  t1=$(date +%s.%N)
+  echo "study: snakemake --cores all exit $rc, $(python3 -c "print(round($t1 - $t0, 1))") s (command line to exit)" \
+    | tee -a "$OUT/log/times.txt"
+  cp results/run.json results/run/steps.jsonl results/logs/gpu-worker.log "$OUT/log/" 2>/dev/null
+  python3 - <<'PY' 2>&1 | tee -a "$OUT/log/times.txt"
+import json
+r = json.load(open("results/run.json"))
+print({k: r[k] for k in ("wall_s", "gpu_busy_s", "gpu_busy_share", "steps", "failed_steps")})
+print("by step:", r["seconds_by_step"])
+top = sorted(r["jobs"], key=lambda j: -j["seconds"])[:15]
+print("longest:", [(j["step"], j["target"], j["seconds"]) for j in top])
+PY
+  if [ "$rc" = 0 ] && [ -n "$name" ]; then
+    python3 -m gpumm archive --name "$name"
+    tar czf "$OUT/archive.tgz" "data/reference/$name"
+  fi
+  [ -n "${SAMPLING_CHECK:-}" ] && timeout 120 python3 tools/sampling_check.py "$OUT/sampling-check.csv" 2>&1 | tail -25
+  tar czf "$OUT/report.tgz" results/report
+  tar czf "$OUT/logs.tgz" results/logs results/run results/tables results/run.json 2>/dev/null
   ;;
 sanitize)
   sel="transposes_and_copy_are_exact and (1023x1025 or 1x4097 or 4097x1)"

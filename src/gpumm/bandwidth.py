@@ -8,10 +8,11 @@ byte once in and once out: bytes counted = 2 x size).
 import numpy as np
 import pandas as pd
 
-COLUMNS = ["transfer", "bytes", "repeat", "ms", "gbs"]
+COLUMNS = ["transfer", "bytes", "repeat", "ms", "gbs", "stop"]
 
 
-def run(nbytes: int, warmups: int, repeats: int) -> pd.DataFrame:
+def run(nbytes: int, warmup, rule) -> pd.DataFrame:
+    """Every copy timed one per event pair, ``warmup`` untimed first, as many as ``rule`` asks (an int: that many)."""
     import cupy
 
     from gpumm import timing
@@ -34,8 +35,18 @@ def run(nbytes: int, warmups: int, repeats: int) -> pd.DataFrame:
     pinned[...] = 1.0
     rows = []
     for name, (fn, moved) in copies.items():
-        for i, ms in enumerate(timing.time_launches(fn, warmups, repeats)):
-            rows.append({"transfer": name, "bytes": moved, "repeat": i, "ms": ms, "gbs": moved / (ms * 1e-3) / 1e9})
+        t = timing.time_single(fn, warmup, rule)
+        for i, ms in enumerate(t.samples):
+            rows.append(
+                {
+                    "transfer": name,
+                    "bytes": moved,
+                    "repeat": i,
+                    "ms": ms,
+                    "gbs": moved / (ms * 1e-3) / 1e9,
+                    "stop": t.stop,
+                }
+            )
     if not np.array_equal(cupy.asnumpy(dev2[:1024]), cupy.asnumpy(dev[:1024])):
         raise RuntimeError("device-to-device copy did not copy")
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -1,7 +1,9 @@
 """Command line of the pipeline: python -m gpumm STEP ...; each Snakemake rule calls one step."""
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -36,20 +38,16 @@ def cmd_build(a):
 
 
 def cmd_measure(a):
-    from gpumm import measure
+    from gpumm import config, measure
 
     v = catalog.from_id(a.variant)
-    plan = measure.Plan(
+    plan = measure.Plan.from_config(
+        config.timing_settings(a.timing),
         shapes=measure.shapes_from(_ints(a.sizes), _shapes(a.shapes)),
         modes=a.modes.split(","),
-        warmups=a.warmups,
-        repeats=a.repeats,
-        budget_s=a.budget,
         seed=a.seed,
         cpu_max_mnk=a.cpu_max_mnk,
-        cpu_repeats=a.cpu_repeats,
-        cold_repeats=a.cold_repeats,
-        end_to_end_max_size=a.end_to_end_max_size,
+        other_modes_max_size=a.other_modes_max_size,
     )
     started = time.time()
     df = measure.run(v, Path(a.binary) if a.binary else None, plan)
@@ -62,38 +60,70 @@ def cmd_measure(a):
 
 
 def cmd_profile(a):
-    from gpumm import columns, profile
+    from gpumm import profile
 
-    v = catalog.from_id(a.variant)
-    sizes = _ints(a.sizes)
-    if a.disabled:
-        columns.write_missing_profile(v.id, max(sizes), profile.DISABLED, Path(a.out_dir))
-        return
-    if not v.on_gpu:
-        columns.write_missing_profile(v.id, max(sizes), "a CPU variant: no GPU kernel to profile", Path(a.out_dir))
-        return
-    binary = Path(a.binary) if a.binary else None
-    df = profile.run(v, binary, sizes, a.seed, a.metrics.split(","), Path(a.out_dir))
-    print(f"profile {a.variant} at {sizes}: {df['status'].iloc[0]} ({len(df)} rows)")
+    plan = json.loads(Path(a.plan[1:]).read_text() if a.plan.startswith("@") else a.plan)
+    metrics = [m for m in a.metrics.split(",") if m]
+    status = profile.session(plan, metrics, a.seed, Path(a.results), disabled=a.disabled)
+    counts: dict[str, int] = {}
+    for st in status.values():
+        counts[st] = counts.get(st, 0) + 1
+    print("profiles: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())))
 
 
 def cmd_profile_target(a):
-    """One product of a variant at each size, smallest first, for ncu to catch (no verification)."""
+    """One product of each planned variant at each size, smallest first, then each access pattern, for ncu to
+    catch (no verification: the measurements verified them); writes what it launched, in order."""
     import cupy
 
-    from gpumm import memory, operations
+    from gpumm import coalescing, memory, operations
     from gpumm.launch import Launcher
 
-    v = catalog.from_id(a.variant)
-    op = operations.get(v.op)
+    plan = json.loads(Path(a.plan).read_text())
     mode = memory.get("device")
-    launcher = Launcher(v, Path(a.binary) if a.binary else None)
-    for n in sorted(_ints(a.sizes)):
-        inputs = [mode.place(h) for h in op.profile_arrays(a.seed, n)]
-        out = mode.empty(op.output_shape(n, n, n))
-        launcher.bind(*inputs, out)()
-        cupy.cuda.Device().synchronize()
-        del inputs, out
+    launched: list[dict] = []
+    marker = None
+    if plan.get("marker"):
+        fn = cupy.RawModule(path=plan["marker"]).get_function("empty_kernel")
+
+        def marker():
+            fn((1,), (32,), ())
+
+    for item in plan["items"]:
+        v = catalog.from_id(item["variant"])
+        op = operations.get(v.op)
+        launcher = Launcher(v, Path(item["binary"]) if item.get("binary") else None)
+        for n in sorted(item["sizes"]):
+            inputs = [mode.place(h) for h in op.profile_arrays(plan["seed"], n)]
+            out = mode.empty(op.output_shape(n, n, n))
+            launcher.bind(*inputs, out, scratch=mode.empty)()
+            cupy.cuda.Device().synchronize()
+            kind = "kernel" if v.is_cuda else "library"
+            launched.append({"name": v.id, "kind": kind, "kernel": v.entry if v.is_cuda else "", "size": n})
+            if kind == "library":
+                if marker is None:
+                    raise RuntimeError("a library variant needs the marker kernel (plan: marker)")
+                marker()
+                cupy.cuda.Device().synchronize()
+                launched.append({"name": "", "kind": "marker"})
+            del inputs, out
+            cupy.get_default_memory_pool().free_all_blocks()
+    c = plan.get("coalescing")
+    if c:
+        cp = c["plan"]
+        cplan = coalescing.Plan(
+            sizes=cp["sizes"], count=cp["count"], strides=cp["strides"], offsets=cp["offsets"], seed=plan["seed"]
+        )
+        for cfg in coalescing.profile_target(Path(c["cubin"]), cplan):
+            launched.append(
+                {
+                    "name": "access_patterns",
+                    "kind": "kernel",
+                    "kernel": coalescing.KERNEL_NAMES[cfg["pattern"]],
+                    "config": {k: cfg[k] for k in coalescing.LABEL_KEYS},
+                }
+            )
+    Path(a.launched).write_text(json.dumps(launched))
 
 
 def cmd_provenance(a):
@@ -171,18 +201,27 @@ def cmd_index(a):
     )
 
 
+def _rule_and_warmup(text: str):
+    """(stopping rule, warm-up) of a step's --timing (the config's timing section as JSON)."""
+    from gpumm import config, measure, timing
+
+    t = config.timing_settings(text)
+    return measure.rule_from(t), timing.Warmup(count=t["warmups"], seconds=t["warmup_s"])
+
+
 def _coalescing_plan(a):
     from gpumm import coalescing
 
     p = json.loads(a.plan)
+    rule, warmup = _rule_and_warmup(a.timing)
     return coalescing.Plan(
         sizes=p["sizes"],
         count=p["count"],
         strides=p["strides"],
         offsets=p["offsets"],
-        warmups=a.warmups,
-        repeats=a.repeats,
         seed=a.seed,
+        warmup=warmup,
+        rule=rule,
     )
 
 
@@ -207,14 +246,6 @@ def cmd_coalescing(a):
     )
 
 
-def cmd_coalescing_target(a):
-    from gpumm import coalescing
-
-    launched = coalescing.profile_target(Path(a.cubin), _coalescing_plan(a))
-    if a.launched:
-        Path(a.launched).write_text(json.dumps(launched))
-
-
 def cmd_overhead(a):
     from gpumm import files, overhead
 
@@ -235,53 +266,11 @@ def cmd_hierarchy(a):
     print(ok[ok.kind == "bandwidth"].groupby("level").gbs.median().round(0).to_string())
 
 
-def cmd_profile_coalescing(a):
-    import pandas as pd
-
-    from gpumm import coalescing, columns, files, profile
-
-    if a.disabled:
-        row = {"variant": "access_patterns", "status": "missing", "reason": profile.DISABLED}
-        files.write_rows([row], columns.PROFILE, Path(a.out_dir) / "profile.csv")
-        print(f"profile access patterns: missing ({profile.DISABLED})")
-        return
-    plan = _coalescing_plan(a)
-    launched = Path(a.out_dir) / "launched.json"
-    launched.unlink(missing_ok=True)
-    target = [
-        sys.executable,
-        "-m",
-        "gpumm",
-        "coalescing-target",
-        "--cubin",
-        a.cubin,
-        "--plan",
-        a.plan,
-        "--seed",
-        str(a.seed),
-        "--launched",
-        str(launched),
-    ]
-    # at most every configuration of the plan (each size in both regimes); the target writes the configurations
-    # it really launched, and the labels come from that list
-    count = len(coalescing.configurations(plan, coalescing.Device(1, 1, 1 << 62, 1 << 62)))
-    df = profile.run_target(
-        target, "regex:read_|copy4", count, a.metrics.split(","), Path(a.out_dir), {"variant": "access_patterns"}
-    )
-    configs = json.loads(launched.read_text()) if launched.is_file() else []
-    if (df.status == "ok").all() and configs:  # ncu numbers the launches 0, 1, ... in the target's order
-        keys = ["pattern", "regime", "n", "copies", "stride", "offset"]
-        labels = pd.DataFrame(configs)[keys].assign(launch=range(len(configs)))
-        df = df.drop(columns=keys, errors="ignore")
-        df = df.assign(launch=df.launch.astype(int)).merge(labels, on="launch", how="left")
-        files.write_csv(df, Path(a.out_dir) / "profile.csv")
-    print(f"profile access patterns: {df.status.iloc[0]} ({len(df)} rows)")
-
-
 def cmd_bandwidth(a):
     from gpumm import bandwidth, files
 
-    df = bandwidth.run(a.bytes, a.warmups, a.repeats)
+    rule, warmup = _rule_and_warmup(a.timing)
+    df = bandwidth.run(a.bytes, warmup, rule)
     files.write_csv(df, Path(a.out_dir) / "samples.csv")
     print(df.groupby("transfer").gbs.median().round(1).to_string())
 
@@ -306,6 +295,15 @@ def cmd_import_profile(a):
     )
 
 
+def cmd_worker(a):
+    from gpumm import worker
+
+    if a.stop:
+        print("stopped the GPU worker" if worker.stop() else "no GPU worker was running")
+        return 0
+    return worker.serve(Path(a.socket) if a.socket else worker.socket_path(), a.idle)
+
+
 def cmd_archive(a):
     from gpumm import reference
 
@@ -325,12 +323,10 @@ OPTION_HELP = {
     "--modes": "comma-separated memory modes: device, zero_copy, managed, managed_prefetch",
     "--warmups": "untimed samples before the timed ones",
     "--repeats": "timed samples, every one kept",
-    "--budget": "seconds one shape may take; longer ones are skipped with the reason",
+    "--timing": "the config's timing section as JSON (warm-ups, the stopping rule, the budget); missing keys take "
+    "the schema's defaults",
     "--seed": "seed of the random inputs",
     "--cpu-max-mnk": "largest M*N*K checked against float64 on the CPU (beyond: float64 cuBLAS on the GPU)",
-    "--cpu-repeats": "timed calls of a CPU variant, after one warm-up",
-    "--cold-repeats": "cold runs of the managed modes",
-    "--end-to-end-max-size": "largest M, N and K also timed end to end (copies included)",
     "--metrics": "comma-separated Nsight Compute metric names",
     "--disabled": "write a profile table saying profiling is disabled, and profile nothing",
     "--sizes": "comma-separated square sizes",
@@ -360,32 +356,37 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--sizes", default="", help="comma-separated square sizes (M = N = K)")
     s.add_argument("--shapes", default="", help="comma-separated MxNxK")
     s.add_argument("--modes", default="device")
-    s.add_argument("--warmups", type=int, default=3)
-    s.add_argument("--repeats", type=int, default=20)
-    s.add_argument("--budget", type=float, default=20.0)
+    s.add_argument("--timing", default="")
+    s.add_argument(
+        "--other-modes-max-size",
+        type=int,
+        default=1 << 30,
+        help="memory modes other than device run only the shapes whose largest side is at most this",
+    )
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--cpu-max-mnk", type=int, default=128**3)
-    s.add_argument("--cpu-repeats", type=int, default=10)
-    s.add_argument("--cold-repeats", type=int, default=10)
-    s.add_argument("--end-to-end-max-size", type=int, default=2048)
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_measure)
 
-    s = sub.add_parser("profile", help="Nsight Compute on one product of one variant at each size")
-    s.add_argument("--variant", required=True)
-    s.add_argument("--binary")
-    s.add_argument("--sizes", required=True, help="comma-separated square sizes")
+    s = sub.add_parser(
+        "profile",
+        help="Nsight Compute, one session, on one product of each variant at each size and each access pattern",
+    )
+    s.add_argument(
+        "--plan",
+        required=True,
+        help='JSON (or @file): {"variants": {id: {"binary": path, "sizes": [n]}}, "coalescing": {"cubin": path, '
+        '"plan": the config\'s coalescing section} or null, "marker": the empty kernel\'s cubin}',
+    )
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--metrics", default="gpu__time_duration.sum")
     s.add_argument("--disabled", action="store_true")
-    s.add_argument("--out-dir", required=True)
+    s.add_argument("--results", default="results", help="the run's results folder (raw/ and cache/ under it)")
     s.set_defaults(fn=cmd_profile)
 
-    s = sub.add_parser("profile-target", help="one product at each size, for ncu")
-    s.add_argument("--variant", required=True)
-    s.add_argument("--binary")
-    s.add_argument("--sizes", required=True)
-    s.add_argument("--seed", type=int, default=0)
+    s = sub.add_parser("profile-target", help="the launches ncu profiles (started by the profile step)")
+    s.add_argument("--plan", required=True, help="the session's plan file")
+    s.add_argument("--launched", required=True, help="where the list of launches, in order, is written")
     s.set_defaults(fn=cmd_profile_target)
 
     s = sub.add_parser("provenance", help="record where this run measures")
@@ -435,27 +436,17 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_build_micro)
 
-    for name, fn, help_ in (
-        ("coalescing", cmd_coalescing, "verify and time the access patterns"),
-        ("coalescing-target", cmd_coalescing_target, "one launch of each access pattern, for ncu"),
-        ("profile-coalescing", cmd_profile_coalescing, "Nsight Compute on every access pattern"),
-    ):
-        s = sub.add_parser(name, help=help_)
-        s.add_argument("--cubin", required=True)
-        s.add_argument("--plan", required=True, help="the config's coalescing section, as JSON")
-        s.add_argument("--warmups", type=int, default=3)
-        s.add_argument("--repeats", type=int, default=20)
-        s.add_argument("--seed", type=int, default=0)
-        s.add_argument("--metrics", default="gpu__time_duration.sum")
-        s.add_argument("--out-dir", default="results/raw/coalescing")
-        s.add_argument("--launched", default="", help="coalescing-target: write the configurations launched here")
-        s.add_argument("--disabled", action="store_true", help="profile-coalescing: profile nothing, say why")
-        s.set_defaults(fn=fn)
+    s = sub.add_parser("coalescing", help="verify and time the access patterns")
+    s.add_argument("--cubin", required=True)
+    s.add_argument("--plan", required=True, help="the config's coalescing section, as JSON")
+    s.add_argument("--timing", default="")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out-dir", default="results/raw/coalescing")
+    s.set_defaults(fn=cmd_coalescing)
 
     s = sub.add_parser("bandwidth", help="copy bandwidths: host to device and back, device to device")
     s.add_argument("--bytes", type=int, default=1 << 30)
-    s.add_argument("--warmups", type=int, default=3)
-    s.add_argument("--repeats", type=int, default=20)
+    s.add_argument("--timing", default="")
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_bandwidth)
 
@@ -493,6 +484,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--kernel", default=None, help="keep only kernels whose names match this regular expression")
     s.set_defaults(fn=cmd_import_profile)
 
+    s = sub.add_parser(
+        "worker",
+        help="serve GPU steps in one process that stays up (started by the steps themselves in a measured run)",
+    )
+    s.add_argument("--socket", default="", help="Unix socket to serve on (default: this checkout's)")
+    s.add_argument("--idle", type=float, default=None, help="exit after this many seconds without a step (60)")
+    s.add_argument("--stop", action="store_true", help="ask this checkout's running worker to exit")
+    s.set_defaults(fn=cmd_worker)
+
     s = sub.add_parser("archive", help="copy a measured results/ into data/reference/<gpu>/")
     s.add_argument("--results", type=Path, default=paths.RESULTS, help="the measured results folder (default results/)")
     s.add_argument(
@@ -517,9 +517,11 @@ MISSING = {  # a module a step needs that this installation lacks: what it is an
 
 USER_ERRORS = (  # errors that describe a user's input or setup: one line, exit 2, no traceback
     ("gpumm.catalog", "CatalogError"),
+    ("gpumm.config", "ConfigError"),
     ("gpumm.build", "BuildError"),
     ("gpumm.reference", "ArchiveError"),
     ("gpumm.nvprof", "NvprofError"),
+    ("gpumm.gpulock", "Busy"),
 )
 
 
@@ -530,10 +532,50 @@ def _user_error(exc: Exception) -> bool:
     return isinstance(exc, tuple(kinds))
 
 
+# the steps that time or profile on the GPU: each holds the GPU's lock (gpumm.gpulock) while it runs
+TIMING_STEPS = ("measure", "coalescing", "bandwidth", "overhead", "hierarchy")
+RUN_LOG_ENV = "GPUMM_RUN_LOG"  # the workflow's record of every step (results/run/steps.jsonl): gpumm.runrecord
+
+
+def _gpu_lock(a):
+    """The GPU lock for a step that times on the GPU (a CPU variant's measurement does not), else nothing."""
+    if a.cmd not in TIMING_STEPS or (a.cmd == "measure" and not catalog.from_id(a.variant).on_gpu):
+        return contextlib.nullcontext()
+    from gpumm import gpulock
+
+    wait = os.environ.get("GPUMM_GPU_WAIT_S")
+    what = f"gpumm {a.cmd}" + (f" {a.variant}" if getattr(a, "variant", None) else "")
+    return gpulock.hold_current(what, float(wait) if wait else None)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    started = time.time()
+    rc = 1
+    try:
+        rc = _main(argv)
+        return rc
+    finally:
+        log = os.environ.get(RUN_LOG_ENV)
+        if log and not os.environ.get("GPUMM_IN_WORKER"):  # the client of a worker records its step, once
+            from gpumm import runrecord
+
+            gpu = None
+            if argv and argv[0] == "measure":  # a CPU baseline's measurement leaves the GPU idle
+                with contextlib.suppress(Exception):
+                    gpu = catalog.from_id(runrecord.target(argv)).on_gpu
+            runrecord.append(Path(log), argv, started, time.time(), rc, gpu)
+
+
+def _main(argv: list[str]) -> int:
+    from gpumm import worker
+
+    if worker.wanted(argv):
+        return worker.request(argv)
     a = parser().parse_args(argv)
     try:
-        rc = a.fn(a)
+        with _gpu_lock(a):
+            rc = a.fn(a)
     except ModuleNotFoundError as exc:
         root = (exc.name or "").split(".")[0]
         if root not in MISSING:

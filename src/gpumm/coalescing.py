@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpumm import timing
+from gpumm import sampling, timing
 
 COLUMNS = [
     "pattern",
@@ -46,6 +46,7 @@ COLUMNS = [
     "repeat",
     "ms",
     "batch",
+    "stop",
     "bytes",
     "gbs",
     "max_rel_err",
@@ -65,9 +66,9 @@ class Plan:
     count: int
     strides: list[int]
     offsets: list[int]
-    warmups: int
-    repeats: int
     seed: int
+    warmup: timing.Warmup = timing.Warmup()
+    rule: sampling.Rule = sampling.Rule()
 
 
 @dataclass(frozen=True)
@@ -185,13 +186,16 @@ def output_length(cfg: dict) -> int:
     return cfg["n"] * cfg["copies"] if cfg["pattern"] in ("rows", "cols") else cfg["n"]
 
 
+KERNEL_NAMES = {"rows": "read_rows", "cols": "read_cols", "strided": "read_strided", "copy4": "copy4"}
+LABEL_KEYS = ["pattern", "regime", "n", "copies", "stride", "offset"]  # what names a configuration in a profile
+
+
 class Kernels:
     def __init__(self, cubin: Path):
         import cupy
 
         module = cupy.RawModule(path=str(cubin))
-        names = {"rows": "read_rows", "cols": "read_cols", "strided": "read_strided", "copy4": "copy4"}
-        self.fn = {p: module.get_function(name) for p, name in names.items()}
+        self.fn = {p: module.get_function(name) for p, name in KERNEL_NAMES.items()}
 
     def bind(self, cfg: dict, inp, out):
         fn = self.fn[cfg["pattern"]]
@@ -267,13 +271,14 @@ def run(cubin: Path, plan: Plan, progress: bool = True) -> pd.DataFrame:
             if not ok:
                 rows.append({**base, "status": "failed", "reason": why})
             else:
-                t = timing.calibrated(launch, plan.warmups, plan.repeats)
+                t = timing.calibrated(launch, plan.warmup, plan.rule)
                 rows += [
                     {
                         **base,
                         "repeat": i,
                         "ms": ms,
                         "batch": t.batch,
+                        "stop": t.stop,
                         "gbs": base["bytes"] / (ms * 1e-3) / 1e9,
                         "status": "ok",
                         "reason": "",

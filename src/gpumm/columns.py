@@ -25,6 +25,8 @@ SAMPLES = [
     "work_bytes",
     "batch",
     "method",
+    "warmups",
+    "stop",
     "exact_check",
     "max_rel_err",
     "tolerance",

@@ -140,11 +140,68 @@ def check(config: dict) -> list[catalog.Variant]:
             )
     prof = config.get("profile", {})
     sets = prof.get("metric_sets", {})
-    name = prof.get("metric_set", "memory")
-    if prof.get("enabled", True) and name not in sets:
-        allowed = ", ".join(sorted(sets)) or "none defined under profile.metric_sets"
-        raise ConfigError(f"config: profile.metric_set = {name!r} is not allowed; allowed: {allowed}")
+    chosen = prof.get("metric_set", "memory")
+    for name in [chosen] if isinstance(chosen, str) else chosen:
+        if prof.get("enabled", True) and name not in sets:
+            allowed = ", ".join(sorted(sets)) or "none defined under profile.metric_sets"
+            raise ConfigError(f"config: profile.metric_set = {name!r} is not allowed; allowed: {allowed}")
+    known = {v.id for v in variants} | {v.family for v in variants}
+    families = catalog.load()
+    for name in config.get("max_size", {}):
+        if name != "default" and name not in known and not _is_variant_name(name, families):
+            raise ConfigError(
+                f"config: max_size.{name}: not a variant family or variant name; allowed: default, "
+                f"{', '.join(sorted(families))} or their variants (e.g. tiled_tile16)"
+            )
+    t = config.get("timing", {})
+    if t.get("min_samples", 1) > t.get("max_samples", 10**9):
+        raise ConfigError(
+            f"config: timing.min_samples = {t['min_samples']} is not allowed: more than timing.max_samples "
+            f"({t['max_samples']}). Allowed: at most max_samples"
+        )
     return variants
+
+
+def _is_variant_name(name: str, families: dict) -> bool:
+    try:
+        catalog.from_id(name, families)
+    except catalog.CatalogError:
+        return False
+    return True
+
+
+def metrics(config: dict) -> list[str]:
+    """The Nsight Compute metrics of the chosen metric set(s), in order, each once."""
+    prof = config.get("profile", {})
+    chosen = prof.get("metric_set", "memory")
+    out: list[str] = []
+    for name in [chosen] if isinstance(chosen, str) else chosen:
+        out += [m for m in prof.get("metric_sets", {}).get(name, []) if m not in out]
+    return out
+
+
+def max_size_of(variant, config: dict) -> int:
+    """The largest square size ``variant`` is timed at: its own entry in ``max_size``, its family's, or the
+    default (no limit when the config has no ``max_size``)."""
+    limits = config.get("max_size") or {}
+    for key in (variant.id, variant.family):
+        if key in limits:
+            return int(limits[key])
+    return int(limits.get("default", 1 << 30))
+
+
+def shapes_for(variant, config: dict) -> list[tuple[int, int, int]]:
+    """The shapes ``variant`` is measured at in device memory: its operation's square sizes up to its max_size,
+    and every extra shape. (The other memory modes take those whose largest side is at most
+    memory_study_max_size: :func:`gpumm.measure.work_list`.)"""
+    from gpumm import operations
+
+    op = operations.get(variant.op)
+    if op.name != "matmul":
+        return op.shapes(config)
+    limit = max_size_of(variant, config)
+    square = {(n, n, n) for n in config.get("sizes", [])}
+    return [s for s in op.shapes(config) if s not in square or s[0] <= limit]
 
 
 def modes_for(variant_id: str, config: dict, op: str = "matmul") -> list[str]:
@@ -172,3 +229,25 @@ def measured(config: dict) -> dict:
 def digest(config: dict) -> str:
     """A stable digest of the effective config (after defaults), without the keys of NOT_MEASURED_KEYS."""
     return hashlib.sha256(json.dumps(measured(config), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def timing_settings(given: dict | str | None = None) -> dict:
+    """The ``timing`` section: the schema's defaults, overridden by ``given`` (a mapping or its JSON), checked
+    against the schema (ConfigError naming the key)."""
+    if isinstance(given, str):
+        try:
+            given = json.loads(given) if given.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"timing: not JSON ({exc})") from None
+    sch = schema()["properties"]["timing"]
+    out = {k: v["default"] for k, v in sch["properties"].items()}
+    out.update(given or {})
+    problem = explain({"variants": {"naive": {}}, "sizes": [1], "timing": out})
+    if problem:
+        raise ConfigError(problem)
+    if out["min_samples"] > out["max_samples"]:
+        raise ConfigError(
+            f"config: timing.min_samples = {out['min_samples']} is not allowed: more than timing.max_samples "
+            f"({out['max_samples']})"
+        )
+    return out

@@ -18,38 +18,68 @@ per-launch time of a CUDA graph of back-to-back launches lasting at least
 2 ms, so short kernels are not timed at the host's launch rate. The GPU's
 clocks and temperature during each timed set are recorded (NVML,
 :mod:`gpumm.clocks`), and a set whose SM clock fell below the maximum is
-marked throttled. A shape whose predicted time exceeds the budget is skipped,
-and the skip is a row in the output with its reason.
+marked throttled.
+
+How many samples each set takes is :mod:`gpumm.sampling`'s rule: at least
+a minimum, then until the set is quiet (its interquartile range a small share
+of its median), full or out of time; each set records why it stopped. The
+checks' two launches come first and count as warm-up: a kernel they already
+ran for ``warmup_s`` gets no more. A shape whose predicted cost (the checks
+and the minimum of samples, from the rate at the shape before, then from the
+last check's own launch) exceeds the budget is skipped, and the skip is a
+row in the output with its reason.
 """
 
 import contextlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from gpumm import clocks, columns, memory, operations, timing, verify
+from gpumm import clocks, columns, memory, operations, sampling, timing, verify
 from gpumm.catalog import Variant
 from gpumm.launch import Launcher
 
 COLUMNS = columns.SAMPLES
+CHECK_LAUNCHES = 2  # the exact check and the rounding check each run the product once before any timing
 
 
 @dataclass(frozen=True)
 class Plan:
     shapes: list[tuple[int, int, int]]
     modes: list[str]
-    warmups: int
-    repeats: int
-    budget_s: float
     seed: int
     cpu_max_mnk: int
-    cpu_repeats: int = 10  # CPU variants: one warm-up, then this many timed calls
-    cold_repeats: int = 10  # managed modes: cold runs, each after the host wrote the inputs again
+    rule: sampling.Rule = field(default_factory=sampling.Rule)  # when a timed set has enough samples
+    warmup: timing.Warmup = field(default_factory=timing.Warmup)
+    budget_s: float = 15.0  # longest one variant's timing at one shape may take (checks included)
     end_to_end_max_size: int = 2048  # GPU variants are also timed end to end up to this size
+    other_modes_max_size: int = 1 << 30  # modes other than device run the shapes whose largest side is at most this
+
+    @classmethod
+    def from_config(cls, timing_cfg: dict, **kw) -> "Plan":
+        """A plan from the config's ``timing`` section (defaults filled by the schema) and the rest by name."""
+        t = timing_cfg
+        return cls(
+            rule=rule_from(t),
+            warmup=timing.Warmup(count=t.get("warmups", 3), seconds=t.get("warmup_s", 0.05)),
+            budget_s=t.get("budget_s", 15.0),
+            end_to_end_max_size=t.get("end_to_end_max_size", 2048),
+            **kw,
+        )
+
+
+def rule_from(t: dict) -> sampling.Rule:
+    """The stopping rule the config's ``timing`` section sets."""
+    return sampling.Rule(
+        min_samples=t.get("min_samples", 5),
+        max_samples=t.get("max_samples", 50),
+        max_noise_pct=t.get("max_noise_pct", 0.5),
+        timeout_s=t.get("timeout_s", 1.0),
+    )
 
 
 def inputs(seed: int, M: int, N: int, K: int) -> tuple[np.ndarray, np.ndarray]:
@@ -72,21 +102,34 @@ def _stream(variant: Variant):
     return cupy.cuda.Stream(non_blocking=True)
 
 
-def run(variant: Variant, binary: Path | None, plan: Plan, progress: bool = True) -> pd.DataFrame:
+def run(variant: Variant, binary, plan: Plan, progress: bool = True) -> pd.DataFrame:
     """All rows (samples, failures, skips) for one variant."""
     with _stream(variant):
         return _run(variant, binary, plan, progress)
 
 
-def _run(variant: Variant, binary: Path | None, plan: Plan, progress: bool) -> pd.DataFrame:
+def work_list(variant: Variant, plan: Plan) -> list[tuple[str, tuple[int, int, int]]]:
+    """(memory mode, shape) pairs in the order they are measured: device memory at every shape, then each other
+    mode at the shapes whose largest side is at most ``other_modes_max_size`` (CPU variants: host memory)."""
+    if not variant.on_gpu:
+        return [("host", s) for s in plan.shapes]
+    return [(m, s) for m in plan.modes for s in plan.shapes if m == "device" or max(s) <= plan.other_modes_max_size]
+
+
+def predicted_s(single_s: float, plan: Plan, cold: bool = False, checks: int = CHECK_LAUNCHES) -> float:
+    """Seconds a set whose launch takes ``single_s`` costs at least: its checks and its minimum of samples (and
+    as many cold runs)."""
+    return single_s * (checks + plan.rule.min_samples * (2 if cold else 1))
+
+
+def _run(variant: Variant, binary, plan: Plan, progress: bool) -> pd.DataFrame:
     from tqdm import tqdm
 
     launcher = Launcher(variant, binary)
     op = operations.get(variant.op)
     watch = clocks.Watch(pci_bus_id=_bus_id()) if variant.on_gpu else None
-    modes = plan.modes if variant.on_gpu else ["host"]
     rows: list[dict] = []
-    work = [(m, s) for m in modes for s in plan.shapes]
+    work = work_list(variant, plan)
     bar = tqdm(work, desc=variant.id, unit="shape", disable=not progress, mininterval=0.5)
     rate: dict[str, float] = {}  # flop/s at the last measured shape, per mode
     broken = ""
@@ -106,7 +149,8 @@ def _run(variant: Variant, binary: Path | None, plan: Plan, progress: bool) -> p
         flops, nbytes = variant.work(M, N, K)
         base.update(work_flops=flops, work_bytes=nbytes)
         cost = flops or nbytes  # what the rate below counts: flops, or bytes for the operations without any
-        launches = _launches(variant, plan) + 1
+        mode = memory.get(mode_name)
+        cold = "cold" in mode.info.timed
         if broken:
             rows.append({**base, "status": "failed", "reason": f"not run: an earlier error ({broken})"})
         elif variant.max_size and max(M, N, K) > variant.max_size:
@@ -117,18 +161,19 @@ def _run(variant: Variant, binary: Path | None, plan: Plan, progress: bool) -> p
                     "reason": f"larger than this variant's max_size {variant.max_size} (catalog)",
                 }
             )
-        elif mode_name in rate and cost / rate[mode_name] * launches > plan.budget_s:
-            predicted = cost / rate[mode_name] * launches
+        elif mode_name in rate and predicted_s(cost / rate[mode_name], plan, cold) > plan.budget_s:
+            predicted = predicted_s(cost / rate[mode_name], plan, cold)
             rows.append(
                 {
                     **base,
                     "status": "skipped",
-                    "reason": f"predicted {predicted:.0f} s for {launches} runs > budget {plan.budget_s:g} s",
+                    "reason": f"predicted {predicted:.0f} s for its checks and {plan.rule.min_samples} samples "
+                    f"> budget {plan.budget_s:g} s",
                 }
             )
         else:
             try:
-                new_rows, seconds = _one_shape(launcher, op, memory.get(mode_name), plan, base, watch)
+                new_rows, seconds = _one_shape(launcher, op, mode, plan, base, watch)
             except memory.Refused as exc:  # nothing was allocated: the next shapes may still fit
                 rows.append({**base, "status": "skipped", "reason": str(exc)})
                 continue
@@ -143,28 +188,16 @@ def _run(variant: Variant, binary: Path | None, plan: Plan, progress: bool) -> p
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _launches(variant: Variant, plan: Plan) -> int:
-    return plan.warmups + plan.repeats if variant.on_gpu else 1 + plan.cpu_repeats
-
-
-def _timed_set(watch, fn, *args) -> tuple[timing.Timed, dict]:
+def _timed_set(watch, fn, *args, **kw) -> tuple[timing.Timed, dict]:
     """Run a timing function while NVML watches the clocks."""
     if watch is None:
-        return fn(*args), dict.fromkeys(clocks.FIELDS)
+        return fn(*args, **kw), dict.fromkeys(clocks.FIELDS)
     watch.start()
     try:
-        result = fn(*args)
+        result = fn(*args, **kw)
     finally:
         seen = watch.stop()
     return result, seen
-
-
-def _single(launch, warmups: int, repeats: int) -> timing.Timed:
-    return timing.Timed(timing.time_launches(launch, warmups, repeats), 1, "single")
-
-
-def _host(fn, warmups: int, repeats: int) -> timing.Timed:
-    return timing.Timed(timing.time_host(fn, warmups, repeats), 1, "host")
 
 
 def _one_shape(launcher, op, mode, plan, base, watch):
@@ -184,37 +217,49 @@ def _one_shape(launcher, op, mode, plan, base, watch):
         return [{**base, **common, "status": "failed", "reason": check.reason}], 0.0
     inputs, out, hosts, product = checked.arrays
     library = getattr(product, "library", "")
-    if variant.on_gpu:
-        timer, warmups, repeats = timing.calibrated, plan.warmups, plan.repeats
-    else:
-        timer, warmups, repeats = _host, 1, plan.cpu_repeats
-    # one run predicts the whole measurement; skip it if over budget
-    single = (timing.time_launches(product, 0, 1)[0] if variant.on_gpu else timing.time_host(product, 0, 1)[0]) / 1e3
-    runs = warmups + repeats + (plan.cold_repeats if "cold" in mode.info.timed else 0)
-    if single * runs > plan.budget_s:
-        reason = f"one run took {single:.2f} s: {runs} runs > budget {plan.budget_s:g} s"
+    cold = "cold" in mode.info.timed
+    # the last check's launch (on the inputs that are now timed) predicts the timing; skip it if over budget
+    single = checked.launch_ms / 1e3
+    if single * plan.rule.min_samples * (2 if cold else 1) > plan.budget_s:
+        reason = (
+            f"one run took {single:.2f} s: {plan.rule.min_samples} samples > budget {plan.budget_s:g} s "
+            "(verified, not timed)"
+        )
         return [{**base, **common, "status": "skipped", "reason": reason}], single
+    warm = plan.warmup
     timed: dict[str, tuple[timing.Timed, dict]] = {}
-    if "cold" in mode.info.timed:
+    if cold:
         # cold: the host writes the inputs again (their pages go back to the host), then one timed run
         # (with the mode's prefetch inside the timing); warm: the runs after, pages resident
         def cold_run():
             mode.before_run(inputs)
             product()
 
-        samples, seen = [], []
-        for _ in range(plan.cold_repeats):
-            for array, host in zip(inputs, hosts):
-                mode.write_on_host(array, host)
-            t, c = _timed_set(watch, _single, cold_run, 0, 1)
-            samples += t.samples
-            seen.append(c)
-        timed["cold"] = (timing.Timed(samples, 1, "single"), _merge_clocks(seen))
-        timed["warm"] = _timed_set(watch, timer, product, warmups, repeats)
+        seen = []
+
+        def take(k):
+            got = []
+            for _ in range(k):
+                for array, host in zip(inputs, hosts):
+                    mode.write_on_host(array, host)
+                t, c = _timed_set(watch, timing.time_single, cold_run, 0, 1)
+                got += t.samples
+                seen.append(c)
+            return got
+
+        s = sampling.collect(take, plan.rule)
+        timed["cold"] = (timing.Timed(s.samples, 1, "single", s.stop, 0), _merge_clocks(seen))
+        timed["warm"] = _timed_set(watch, timing.calibrated, product, warm, plan.rule, checked.launch_ms)
+    elif variant.on_gpu:
+        timed[base["timed"]] = _timed_set(
+            watch, timing.calibrated, product, warm, plan.rule, checked.launch_ms, checked.checks_s
+        )
     else:
-        timed[base["timed"]] = _timed_set(watch, timer, product, warmups, repeats)
+        timed[base["timed"]] = _timed_set(
+            watch, timing.time_host, product, warm, plan.rule, checked.launch_ms, checked.checks_s
+        )
     if getattr(product, "prepare", None) is not None:
-        timed["prepare"] = _timed_set(watch, timer, product.prepare, warmups, repeats)
+        timed["prepare"] = _timed_set(watch, timing.calibrated, product.prepare, warm, plan.rule)
     e2e = "end_to_end" in mode.info.timed and variant.on_gpu and op.end_to_end
     if e2e and max(M, N, K) <= plan.end_to_end_max_size:
         out_host = np.empty(out.shape, dtype=np.float32)
@@ -225,7 +270,7 @@ def _one_shape(launcher, op, mode, plan, base, watch):
             product()
             mode.download(out, out_host)
 
-        timed["end_to_end"] = _timed_set(watch, _single, end_to_end, warmups, repeats)
+        timed["end_to_end"] = _timed_set(watch, timing.time_single, end_to_end, warm, plan.rule)
     rows = []
     flops, nbytes = base["work_flops"], base["work_bytes"]
     for what, (t, seen) in timed.items():
@@ -241,6 +286,8 @@ def _one_shape(launcher, op, mode, plan, base, watch):
                 "gbs": nbytes / (ms * 1e-3) / 1e9 if what != "prepare" else np.nan,
                 "batch": t.batch,
                 "method": t.method,
+                "warmups": t.warmups,
+                "stop": t.stop,
                 "status": "ok",
                 "reason": "",
                 "library": library,
@@ -315,10 +362,15 @@ def meta_for(variant: Variant, plan: Plan, started: float, df: pd.DataFrame) -> 
         "digest": variant.digest(),
         "source": variant.file,
         "seed": plan.seed,
-        "warmups": plan.warmups,
-        "repeats": plan.repeats,
-        "cpu_repeats": plan.cpu_repeats,
-        "cold_repeats": plan.cold_repeats,
+        "warmups": plan.warmup.count,
+        "warmup_s": plan.warmup.seconds,
+        "sampling": {
+            "min_samples": plan.rule.min_samples,
+            "max_samples": plan.rule.max_samples,
+            "max_noise_pct": plan.rule.max_noise_pct,
+            "timeout_s": plan.rule.timeout_s,
+            "rule": plan.rule.describe(),
+        },
         "budget_s": plan.budget_s,
         "batch_target_ms": timing.TARGET_MS,
         "operation": variant.op,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpumm import verify
+from gpumm import memo, verify
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,8 @@ class Checked:
     exact: verify.Check
     rounding: verify.Check
     arrays: tuple = ()  # (inputs on the device, output, host inputs, the launch)
+    launch_ms: float = 0.0  # the last check's launch, on the inputs that are then timed: the first estimate
+    checks_s: float = 0.0  # seconds the checks' launches ran: they warm the kernel up for the timing
 
 
 class Operation:
@@ -78,15 +80,22 @@ class Matmul(Operation):
         return (M, N)
 
     def check(self, launcher, mode, seed, cpu_max_mnk, shape):
-        """The exact check (small integers), then the rounding check (random floats); see gpumm.verify."""
+        """The exact check (small integers), then the rounding check (random floats); see gpumm.verify.
+
+        Inputs and references depend only on the seed and the shape: they are made once and kept
+        (:mod:`gpumm.memo`) for the next memory mode and the next variant at the same shape.
+        """
         M, N, K = shape
         on_gpu = launcher.variant.on_gpu
+        spent = 0.0
         if K <= verify.EXACT_MAX_K:
-            A_e, B_e = verify.exact_inputs(seed, M, N, K)
+            A_e, B_e = memo.STORE.get(("exact", seed, M, N, K), lambda: verify.exact_inputs(seed, M, N, K))
             _, C, product = place(launcher, mode, [A_e, B_e], (M, N))
-            product()
-            sync(on_gpu)
-            ref, _, where = verify.reference(A_e, B_e, cpu_max_mnk, absolute=False)
+            spent += timed_run(product, on_gpu) / 1e3
+            ref, _, where = memo.STORE.get(
+                ("exact_ref", seed, M, N, K, cpu_max_mnk),
+                lambda: verify.reference(A_e, B_e, cpu_max_mnk, absolute=False),
+            )
             exact = verify.compare_exact(mode.fetch(C) if where == "cpu_f64" else C, ref, where)
             del ref, C, product
         else:
@@ -94,13 +103,15 @@ class Matmul(Operation):
         if not exact.ok:
             skipped = verify.Check(False, np.nan, verify.tolerance(K), "", "not made: the exact check failed")
             return Checked(exact, skipped)
-        A_host, B_host = verify.random_inputs(seed, M, N, K)
+        A_host, B_host = memo.STORE.get(("random", seed, M, N, K), lambda: verify.random_inputs(seed, M, N, K))
         inputs, C, product = place(launcher, mode, [A_host, B_host], (M, N))
-        product()
-        sync(on_gpu)
-        ref, abs_ref, where = verify.reference(A_host, B_host, cpu_max_mnk)
+        launch_ms = timed_run(product, on_gpu)
+        ref, abs_ref, where = memo.STORE.get(
+            ("random_ref", seed, M, N, K, cpu_max_mnk), lambda: verify.reference(A_host, B_host, cpu_max_mnk)
+        )
         rounding = verify.compare(mode.fetch(C) if where == "cpu_f64" else C, ref, abs_ref, K, where)
-        return Checked(exact, rounding, (inputs, C, [A_host, B_host], product))
+        arrays = (inputs, C, [A_host, B_host], product)
+        return Checked(exact, rounding, arrays, launch_ms, spent + launch_ms / 1e3)
 
 
 class Transpose(Operation):
@@ -128,18 +139,26 @@ class Transpose(Operation):
         rng = np.random.default_rng([seed, M, N, 7])
         return (rng.random((M, N), dtype=np.float32) + 0.5) * rng.choice(np.float32([-1, 1]), (M, N))
 
-    def expected(self, a: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(a.T)
+    def expected(self, a):
+        """The transposed input, made where it lives by NumPy or CuPy (on the GPU, CuPy's own copy kernel), not by
+        a kernel under test."""
+        return _xp(a).ascontiguousarray(a.T)
 
     def check(self, launcher, mode, seed, cpu_max_mnk, shape):
+        """Bit for bit against CuPy's own transpose (or copy) of the same input, on the GPU."""
         M, N, _ = shape
-        host = self._input(seed, M, N)
+        import cupy
+
+        host = memo.STORE.get(("transpose_input", seed, M, N), lambda: self._input(seed, M, N))
+        # made from the host input before any kernel under test runs (a kernel that wrote its input must not
+        # change what the next variant is checked against)
+        expected = memo.STORE.get((self.name, "expected", seed, M, N), lambda: self.expected(cupy.asarray(host)))
         inputs, out, launch = place(launcher, mode, [host], self.output_shape(M, N, 1))
-        launch()
-        sync(True)
-        exact = verify.compare_equal(mode.fetch(out), self.expected(host))
-        rounding = verify.Check(exact.ok, 0.0, 0.0, "cpu", exact.reason or "", "rounding")  # nothing to round
-        return Checked(exact, rounding, (inputs, out, [host], launch) if exact.ok else ())
+        launch_ms = timed_run(launch, True)
+        exact = verify.compare_equal(out, expected)
+        rounding = verify.Check(exact.ok, 0.0, 0.0, exact.reference, exact.reason or "", "rounding")  # nothing to round
+        arrays = (inputs, out, [host], launch) if exact.ok else ()
+        return Checked(exact, rounding, arrays, launch_ms, launch_ms / 1e3)
 
 
 class Copy(Transpose):
@@ -151,7 +170,8 @@ class Copy(Transpose):
         return (M, N)
 
     def expected(self, a):
-        return a
+        """The input copied where it lives."""
+        return a.copy()
 
 
 OPERATIONS: dict[str, Operation] = {op.name: op for op in (Matmul(), Transpose(), Copy())}
@@ -164,12 +184,38 @@ def get(name: str | None) -> Operation:
         raise ValueError(f"unknown operation {name!r}; allowed: {', '.join(OPERATIONS)}") from None
 
 
+def _xp(a):
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
 def place(launcher, mode, hosts: list[np.ndarray], out_shape) -> tuple[list, object, Callable[[], None]]:
     """Inputs placed in the memory mode, the output poisoned with NaN, and the bound launch."""
     inputs = [mode.place(h) for h in hosts]
     out = mode.empty(out_shape)
     out.fill(np.nan)  # poison: an element the kernel never writes stays NaN
     return inputs, out, launcher.bind(*inputs, out, scratch=mode.empty)
+
+
+def timed_run(launch: Callable[[], None], on_gpu: bool) -> float:
+    """Milliseconds of one run of ``launch`` (CUDA events on the GPU, the host clock for a CPU variant), waited for."""
+    if not on_gpu:
+        import time
+
+        t0 = time.perf_counter()
+        launch()
+        return (time.perf_counter() - t0) * 1e3
+    import cupy
+
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    launch()
+    end.record()
+    sync(True)
+    return cupy.cuda.get_elapsed_time(start, end)
 
 
 def sync(on_gpu: bool) -> None:

@@ -28,6 +28,8 @@ BATCH = 1000
 
 
 def run(cubin: Path, warmups: int, repeats: int) -> pd.DataFrame:
+    """A fixed count of samples each: ``warmups`` untimed, ``repeats`` timed (the floor is cheap to measure, and a
+    fixed count keeps the methods comparable)."""
     import cupy
 
     rows = []

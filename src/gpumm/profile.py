@@ -1,13 +1,27 @@
-"""Profile a variant with Nsight Compute at the sizes the report explains; never fail the pipeline.
+"""Profile every variant with Nsight Compute at the sizes the report explains; never fail the pipeline.
 
-One ``ncu`` session per variant runs ``python -m gpumm profile-target``,
-which makes exactly one product at each profile size, smallest first, and
-catches the first kernel of each (for the variants that transpose B first,
-the multiply). ncu runs with a named metric set and ``--clock-control
-none``, exports a ``.ncu-rep`` for users to open, then imports it to CSV and
-parses it. When ncu is missing, lacks permission for the counters
-(ERR_NVGPUCTRPERM) or profiles no kernel, the output says so in its
-``status`` and ``reason`` and the run carries on.
+One ``ncu`` session per run: it starts ``python -m gpumm profile-target``
+once, which makes one product of each variant at each profile size (smallest
+first), then one launch of each access pattern of the coalescing study, and
+ncu catches the kernels under test among them (for the variants that
+transpose B first, the multiply, not the transpose). Starting ncu, Python and
+a CUDA context once instead of once per variant is what keeps the profiles
+from dominating the study's time. The target writes the list of what it
+launched; :func:`assign` matches ncu's launches to it in order (cuBLAS may
+run more than one kernel per product, so each cuBLAS product is followed by
+an empty marker kernel). ncu runs with the chosen metrics and
+``--clock-control none``, exports a ``.ncu-rep`` for users to open, then
+imports it to CSV and parses it. When ncu is missing, lacks permission for
+the counters (ERR_NVGPUCTRPERM) or profiles no kernel, every output says so
+in its ``status`` and ``reason`` and the run carries on.
+
+**Per-variant reuse.** The session writes one ``profile.csv`` per variant,
+and keeps a copy under ``results/cache/profile/<variant>/<key>/``, the key a
+digest of what decides the profile: the variant's digest (source, catalog
+entry, launch code), its built binary, the sizes, the metrics, the seed and
+the GPU's UUID. A variant whose key is there is not profiled again: an edit
+to one kernel re-profiles that kernel alone. Remove ``results/cache`` to
+profile everything afresh.
 
 The sizes: a working set well beyond the L2 (the DRAM regime: the smallest
 power of two whose three matrices fill at least ``DRAM_FACTOR`` times the
@@ -17,14 +31,17 @@ which the pages label as such. :func:`regime` names the regime of a size.
 """
 
 import glob
+import hashlib
+import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 
-from gpumm import columns, files, ncu
+from gpumm import catalog, columns, files, ncu
 from gpumm.catalog import Variant
 
 COLUMNS = columns.PROFILE
@@ -87,94 +104,255 @@ def diagnose(log: str, returncode: int, rows: list) -> str:
     return ""
 
 
-def run(
-    variant: Variant, binary: Path | None, sizes: list[int], seed: int, metrics: list[str], out_dir: Path
-) -> pd.DataFrame:
-    """Profile one product of a variant at each size; write out_dir/profile.csv (and report.ncu-rep, ncu.log)."""
-    sizes = sorted(sizes)
-    target = [
-        sys.executable,
-        "-m",
-        "gpumm",
-        "profile-target",
-        "--variant",
-        variant.id,
-        "--sizes",
-        ",".join(map(str, sizes)),
-        "--seed",
-        str(seed),
-    ]
-    if binary is not None:
-        target += ["--binary", str(binary)]
-    df = run_target(target, kernel_filter(variant), len(sizes), metrics, out_dir, {"variant": variant.id})
-    if (df.status == "ok").all():  # ncu numbers the launches 0, 1, ... in the target's order: one per size
-        launch = pd.to_numeric(df.launch, errors="coerce").astype(int)
-        for d in "MNK":
-            df[d] = launch.map(dict(enumerate(sizes)))
-    else:
-        df = df.assign(M=sizes[-1], N=sizes[-1], K=sizes[-1])
-    files.write_csv(df[COLUMNS], out_dir / "profile.csv")
-    return df[COLUMNS]
+class Mismatch(RuntimeError):
+    """ncu's launches do not line up with what the target says it launched."""
 
 
-def run_target(
-    target: list[str], kfilter: str, count: int, metrics: list[str], out_dir: Path, base: dict
-) -> pd.DataFrame:
-    """Profile the first ``count`` launches matching ``kfilter`` of the command ``target``."""
+MARKER = "empty_kernel"  # launched after each library product: where its kernels end
+
+
+def assign(kernels: list[str], launched: list[dict]) -> list[int | None]:
+    """For each launch ncu profiled (its kernel names, in order), the index of the item of ``launched`` it belongs
+    to, None for a marker. An item is ``{"kind": "kernel", "kernel": name}`` (exactly one launch of that name),
+    ``{"kind": "library"}`` (one or more launches, up to the marker that follows it) or ``{"kind": "marker"}``."""
+    out: list[int | None] = []
+    i = 0
+    for j, item in enumerate(launched):
+        kind = item["kind"]
+        if kind == "marker":
+            if i >= len(kernels) or kernels[i] != MARKER:
+                raise Mismatch(
+                    f"launch {i}: expected the marker kernel, found {kernels[i] if i < len(kernels) else 'none'}"
+                )
+            out.append(None)
+            i += 1
+        elif kind == "library":
+            start = i
+            while i < len(kernels) and kernels[i] != MARKER:
+                out.append(j)
+                i += 1
+            if i == start:
+                raise Mismatch(f"launch {i}: expected a library kernel, found none")
+        else:
+            if i >= len(kernels) or kernels[i] != item["kernel"]:
+                found = kernels[i] if i < len(kernels) else "none"
+                raise Mismatch(f"launch {i}: expected {item['kernel']}, found {found}")
+            out.append(j)
+            i += 1
+    if i != len(kernels):
+        raise Mismatch(f"{len(kernels) - i} launches more than the target made")
+    return out
+
+
+def kernel_regex(entries: set[str], library: bool) -> str:
+    """ncu's kernel filter: the entry points under test (whole names), the marker, and cuBLAS's kernels."""
+    names = "|".join(sorted({*entries, MARKER}))
+    return f"regex:^({names})$" + (f"|{LIBRARY_KERNELS.removeprefix('regex:')}" if library else "")
+
+
+def _hash_file(path) -> str:
+    if not path or not Path(path).is_file():
+        return ""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def cache_key(parts: dict) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _ncu_version(exe: str | None) -> str:
+    if not exe:
+        return ""
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (out.strip().splitlines() or [""])[-1]
+
+
+def run_ncu(target: list[str], kfilter: str, metrics: list[str], out_dir: Path) -> tuple[list[dict], str, str]:
+    """Profile every launch of ``target`` that ``kfilter`` matches: (parsed rows, reason it failed or '', log)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     exe = find_ncu()
-    log, rows, reason = "", [], ""
     if exe is None:
-        reason = "ncu (Nsight Compute) not found on PATH"
-    else:
-        report = out_dir / "report"
-        cmd = [
-            exe,
-            "--clock-control",
-            "none",
-            "--kernel-name-base",
-            "demangled",  # library kernels (cuBLAS's CUTLASS templates) are matched on their full names
-            "--metrics",
-            ",".join(metrics),
-            "-k",
-            kfilter,
-            "-c",
-            str(count),
-            "-f",
-            "-o",
-            str(report),
-            *target,
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        log = proc.stdout + proc.stderr
-        code = proc.returncode
-        if code == 0 and report.with_suffix(".ncu-rep").is_file():
-            imp = subprocess.run(
-                [
-                    exe,
-                    "--import",
-                    str(report.with_suffix(".ncu-rep")),
-                    "--csv",
-                    "--page",
-                    "raw",
-                    "--print-units",
-                    "base",
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
+        return [], "ncu (Nsight Compute) not found on PATH", ""
+    report = out_dir / "report"
+    cmd = [
+        exe,
+        "--clock-control",
+        "none",
+        "--kernel-name-base",
+        "demangled",  # library kernels (cuBLAS's CUTLASS templates) are matched on their full names
+        "--metrics",
+        ",".join(metrics),
+        "-k",
+        kfilter,
+        "-f",
+        "-o",
+        str(report),
+        *target,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    log = " ".join(cmd) + "\n" + proc.stdout + proc.stderr
+    code, rows = proc.returncode, []
+    if code == 0 and report.with_suffix(".ncu-rep").is_file():
+        imp = subprocess.run(
+            [exe, "--import", str(report.with_suffix(".ncu-rep")), "--csv", "--page", "raw", "--print-units", "base"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        (out_dir / "ncu.csv").write_text(imp.stdout)
+        log += imp.stderr
+        code = imp.returncode
+        rows = ncu.parse(imp.stdout, metrics)
+    return rows, diagnose(log, code, rows), log
+
+
+def _missing(variant: str, size: int, reason: str) -> pd.DataFrame:
+    return pd.DataFrame([{"variant": variant, "M": size, "N": size, "K": size, "status": "missing", "reason": reason}])
+
+
+def session(plan: dict, metrics: list[str], seed: int, results: Path, disabled: bool = False, say=print) -> dict:
+    """Profile what ``plan`` names in one ncu session (reusing cached profiles); write each variant's
+    ``raw/<variant>/profile.csv`` and the access patterns' ``raw/coalescing/profile.csv``. Returns
+    {name: status}.
+
+    ``plan``: ``{"variants": {id: {"binary": path or null, "sizes": [n, ...]}}, "coalescing": {"cubin": path,
+    "plan": the config's coalescing section} or null, "marker": the empty kernel's cubin}``.
+    """
+    variants = {vid: catalog.from_id(vid) for vid in plan.get("variants", {})}
+    coal = plan.get("coalescing")
+    outputs: dict[str, pd.DataFrame] = {}
+    for vid, v in variants.items():
+        sizes_v = plan["variants"][vid]["sizes"]
+        if disabled:
+            outputs[vid] = _missing(vid, max(sizes_v), DISABLED)
+        elif not v.on_gpu:
+            outputs[vid] = _missing(vid, max(sizes_v), "a CPU variant: no GPU kernel to profile")
+    if coal is not None and disabled:
+        outputs["access_patterns"] = pd.DataFrame(
+            [{"variant": "access_patterns", "status": "missing", "reason": DISABLED}]
+        )
+    todo = [vid for vid in variants if vid not in outputs]
+    want_coal = coal is not None and not disabled
+    if todo or want_coal:
+        outputs.update(_profile(plan, variants, todo, want_coal, metrics, seed, results, say))
+    status = {}
+    for name, df in outputs.items():
+        dest = results / "raw" / ("coalescing" if name == "access_patterns" else name) / "profile.csv"
+        cols = [c for c in COLUMNS if c in df] + [c for c in df.columns if c not in COLUMNS]
+        files.write_csv(df.reindex(columns=cols if name == "access_patterns" else COLUMNS), dest)
+        status[name] = str(df["status"].iloc[0]) if len(df) else "missing"
+    return status
+
+
+def _profile(plan, variants, todo, want_coal, metrics, seed, results, say) -> dict[str, pd.DataFrame]:
+    from gpumm import coalescing, gpulock
+
+    exe = find_ncu()
+    cache = results / "cache" / "profile"
+    device = gpulock.device_key()
+    common = {"metrics": metrics, "seed": seed, "gpu": device, "ncu": _ncu_version(exe)}
+    keys, out = {}, {}
+    for vid in todo:
+        item = plan["variants"][vid]
+        keys[vid] = cache_key(
+            {
+                **common,
+                "digest": variants[vid].digest(),
+                "binary": _hash_file(item.get("binary")),
+                "sizes": item["sizes"],
+            }
+        )
+    if want_coal:
+        c = plan["coalescing"]
+        keys["access_patterns"] = cache_key({**common, "cubin": _hash_file(c["cubin"]), "plan": c["plan"]})
+    fresh = []
+    for name, key in keys.items():
+        hit = cache / name / key / "profile.csv"
+        if hit.is_file():
+            out[name] = pd.read_csv(hit)
+        else:
+            fresh.append(name)
+    say(f"profile: {len(keys) - len(fresh)} reused from {cache}, {len(fresh)} to profile")
+    if not fresh:
+        return out
+    work = results / "raw" / "profile-session"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    items = [
+        {"variant": v, "binary": plan["variants"][v].get("binary"), "sizes": sorted(plan["variants"][v]["sizes"])}
+        for v in fresh
+        if v != "access_patterns"
+    ]
+    target_plan = {
+        "items": items,
+        "coalescing": plan["coalescing"] if "access_patterns" in fresh else None,
+        "marker": plan.get("marker"),
+        "seed": seed,
+    }
+    (work / "plan.json").write_text(json.dumps(target_plan, indent=1))
+    launched_file = work / "launched.json"
+    target = [sys.executable, "-m", "gpumm", "profile-target", "--plan", str(work / "plan.json")]
+    target += ["--launched", str(launched_file)]
+    entries = {variants[i["variant"]].entry for i in items if variants[i["variant"]].is_cuda}
+    if target_plan["coalescing"]:
+        entries |= set(coalescing.KERNEL_NAMES.values())
+    library = any(not variants[i["variant"]].is_cuda for i in items)
+    t0 = time.monotonic()
+    with gpulock.hold(device, f"gpumm profile ({len(fresh)} items)"):
+        rows, reason, log = run_ncu(target, kernel_regex(entries, library), metrics, work)
+    say(f"profile: ncu session of {len(fresh)} items in {time.monotonic() - t0:.1f} s")
+    (work / "ncu.log").write_text(log)
+    launched = json.loads(launched_file.read_text()) if launched_file.is_file() else []
+    per_launch: dict[str, list[dict]] = {}
+    for r in rows:
+        per_launch.setdefault(r["launch"], []).append(r)
+    order = list(per_launch)
+    if not reason:
+        try:
+            owners = assign([per_launch[k][0]["kernel"] for k in order], launched)
+        except Mismatch as exc:
+            reason = f"ncu's launches did not match the target's ({exc})"
+    for name in fresh:
+        sizes_n = plan["variants"][name]["sizes"] if name != "access_patterns" else [0]
+        if reason:
+            df = (
+                _missing(name, max(sizes_n), reason)
+                if name != "access_patterns"
+                else pd.DataFrame([{"variant": "access_patterns", "status": "missing", "reason": reason}])
             )
-            (out_dir / "ncu.csv").write_text(imp.stdout)
-            log += imp.stderr
-            code = imp.returncode
-            rows = ncu.parse(imp.stdout, metrics)
-        reason = diagnose(log, code, rows)
-        (out_dir / "ncu.log").write_text(" ".join(cmd) + "\n" + log)
-    cols = [*base, *(c for c in COLUMNS if c not in base)]
-    if reason:
-        print(f"profile {out_dir.name}: no profile: {reason}", file=sys.stderr)
-        df = pd.DataFrame([{**base, "status": "missing", "reason": reason}], columns=cols)
-    else:
-        df = pd.DataFrame([{**base, **r, "status": "ok", "reason": ""} for r in rows], columns=cols)
-    files.write_csv(df, out_dir / "profile.csv")
-    return df
+            out[name] = df
+            continue
+        recs = []
+        for launch_id, j in zip(order, owners):
+            if j is None or launched[j].get("name") != name:
+                continue
+            item = launched[j]
+            for r in per_launch[launch_id]:
+                rec = {"variant": name, **r, "status": "ok", "reason": ""}
+                if name == "access_patterns":
+                    rec.update({k: item["config"][k] for k in coalescing.LABEL_KEYS})
+                else:
+                    rec.update(M=item["size"], N=item["size"], K=item["size"])
+                recs.append(rec)
+        if not recs:
+            df = (
+                _missing(name, max(sizes_n), "ncu profiled no launch of it")
+                if name != "access_patterns"
+                else (
+                    pd.DataFrame(
+                        [{"variant": "access_patterns", "status": "missing", "reason": "ncu profiled no launch"}]
+                    )
+                )
+            )
+        else:
+            df = pd.DataFrame(recs)
+            files.write_csv(df, cache / name / keys[name] / "profile.csv")
+        out[name] = df
+    for name in fresh:
+        if name != "access_patterns":
+            (results / "raw" / name).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(work / "ncu.log", results / "raw" / name / "ncu.log")
+    return out

@@ -2,7 +2,7 @@
 
 An archive mirrors a run's ``results/`` folder for what is worth keeping:
 ``raw/<variant>/`` (samples, metadata, profile), ``build/<variant>/``
-(resource report) and ``raw/provenance.json``.
+(resource report), ``raw/provenance.json`` and ``run.json`` (what the run cost).
 """
 
 import json
@@ -69,6 +69,8 @@ def write(results: Path, root: Path = paths.REFERENCE, name: str | None = None) 
                     shutil.copy2(d / f, tmp / sub / d.name / f)
     (tmp / "raw").mkdir(parents=True, exist_ok=True)
     shutil.copy2(results / "raw" / "provenance.json", tmp / "raw" / "provenance.json")
+    if (results / "run.json").is_file():  # what the run cost (gpumm.runrecord)
+        shutil.copy2(results / "run.json", tmp / "run.json")
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return dest

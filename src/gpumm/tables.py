@@ -26,6 +26,8 @@ def with_columns(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 FIRST = {  # what the summary takes from the first sample of each set (as measured, NaN included)
     "batch": np.nan,
     "method": "",
+    "warmups": np.nan,
+    "stop": "",  # why sampling stopped (gpumm.sampling): quiet, max_samples or timeout; empty in older runs
     "exact_check": "",
     "max_rel_err": np.nan,
     "tolerance": np.nan,

@@ -14,6 +14,13 @@ Two ways, for two regimes:
 - **single** (end-to-end products and cold managed runs, where each run must
   start from a state the host prepares): one launch between each event pair.
 
+How many samples: :mod:`gpumm.sampling`'s rule (at least a minimum, then
+until the set is quiet, full or out of time), or a fixed count where a
+caller passes an integer. Warm-ups (:class:`Warmup`): up to ``count``
+untimed samples, fewer when they, with the launches made just before (the
+checks of the same shape), have run for ``seconds``: a 1.8 s kernel just
+launched twice by its checks needs no more.
+
 What remains at the smallest sizes is the launch-overhead floor of
 back-to-back graph launches, measured on its own with an empty kernel
 (:mod:`gpumm.overhead`) and drawn on the pages: no per-launch time can fall
@@ -21,8 +28,11 @@ below it.
 """
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from gpumm import sampling
 
 TARGET_MS = 2.0  # shortest sample of the batched method
 MAX_BATCH = 4096  # most launches in one sample
@@ -41,31 +51,76 @@ def per_launch(total_ms: list[float], batch: int) -> list[float]:
 
 
 @dataclass(frozen=True)
+class Warmup:
+    """Untimed samples before the timed ones: at most ``count``, fewer once ``seconds`` of launches ran."""
+
+    count: int = 3
+    seconds: float = 0.05
+
+    def count_for(self, sample_ms: float = 0.0, already_s: float = 0.0) -> int:
+        """Warm-ups for samples of ``sample_ms`` (0: unknown) after ``already_s`` seconds of launches of the same
+        work (the checks): none once those ran ``seconds``, else enough to reach it, at most ``count``."""
+        if self.count <= 0:
+            return 0
+        left = self.seconds - already_s
+        if left <= 0:
+            return 0
+        if not sample_ms > 0:
+            return self.count
+        return min(self.count, max(1, math.ceil(left * 1e3 / sample_ms)))
+
+
+@dataclass(frozen=True)
 class Timed:
     samples: list[float]  # per-launch milliseconds, one per sample
     batch: int  # launches per sample
     method: str  # graph | stream | single | host
+    stop: str = ""  # why sampling stopped (gpumm.sampling.STOPS)
+    warmups: int = 0  # untimed samples taken first
 
 
-def time_launches(launch: Callable[[], None], warmups: int, repeats: int) -> list[float]:
-    """Milliseconds of each of ``repeats`` launches, each between its own event pair (single method).
+def _warmup(w) -> Warmup:
+    return w if isinstance(w, Warmup) else Warmup(count=int(w), seconds=math.inf)
 
-    Events are recorded on the current stream around every launch; the host
-    waits once at the end, so it never stalls the queue between samples.
-    """
+
+def _rule(r) -> sampling.Rule:
+    return r if isinstance(r, sampling.Rule) else sampling.fixed(int(r))
+
+
+def _pairs(run: Callable[[], None], k: int) -> list[float]:
+    """Milliseconds of ``k`` runs, each between its own event pair on the current stream; one wait at the end, so
+    the host never stalls the queue between samples."""
     import cupy
 
-    for _ in range(warmups):
-        launch()
     pairs = []
-    for _ in range(repeats):
+    for _ in range(k):
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        launch()
+        run()
         end.record()
         pairs.append((start, end))
     pairs[-1][1].synchronize()
     return [cupy.cuda.get_elapsed_time(s, e) for s, e in pairs]
+
+
+def time_launches(launch: Callable[[], None], warmups: int, repeats: int) -> list[float]:
+    """Milliseconds of each of ``repeats`` launches, each between its own event pair (a fixed count)."""
+    for _ in range(warmups):
+        launch()
+    return _pairs(launch, repeats)
+
+
+def _sample(run, method: str, batch: int, warmup, rule, sample_ms: float, already_s: float, timer) -> Timed:
+    n_warm = _warmup(warmup).count_for(sample_ms, already_s)
+    for _ in range(n_warm):
+        run()
+    got = sampling.collect(lambda k: per_launch(timer(run, k), batch), _rule(rule))
+    return Timed(got.samples, batch, method, got.stop, n_warm)
+
+
+def time_single(launch: Callable[[], None], warmup, rule, single_ms: float = 0.0, already_s: float = 0.0) -> Timed:
+    """One launch per event pair (end-to-end products, cold runs), as many as the rule asks."""
+    return _sample(launch, "single", 1, warmup, rule, single_ms, already_s, _pairs)
 
 
 def capture(launch: Callable[[], None], batch: int):
@@ -94,62 +149,62 @@ def capture(launch: Callable[[], None], batch: int):
     return graph
 
 
-def time_batched(launch: Callable[[], None], warmups: int, repeats: int, batch: int) -> Timed:
-    """Per-launch milliseconds of ``repeats`` samples of ``batch`` back-to-back launches each.
-
-    Call on a non-default stream (``with cupy.cuda.Stream(non_blocking=True):``),
-    which capture needs.
-    """
-    import cupy
-
+def _runner(launch: Callable[[], None], batch: int) -> tuple[Callable[[], None], str]:
+    """One sample's work: a graph of ``batch`` launches where they can be captured, else the launches queued."""
     graph = capture(launch, batch)
     if graph is not None:
-        method = "graph"
+        return graph.launch, "graph"
 
-        def run():
-            graph.launch()
-    else:
-        method = "stream"
+    def queued():
+        for _ in range(batch):
+            launch()
 
-        def run():
-            for _ in range(batch):
-                launch()
-
-    for _ in range(warmups):
-        run()
-    pairs = []
-    for _ in range(repeats):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        run()
-        end.record()
-        pairs.append((start, end))
-    pairs[-1][1].synchronize()
-    return Timed(per_launch([cupy.cuda.get_elapsed_time(s, e) for s, e in pairs], batch), batch, method)
+    return queued, "stream"
 
 
-def calibrated(launch: Callable[[], None], warmups: int, repeats: int) -> Timed:
-    """Batched samples, the batch chosen from one launch and then once more from one graph of a first guess.
+def time_batched(launch: Callable[[], None], warmup, rule, batch: int, sample_ms: float = 0.0) -> Timed:
+    """Per-launch milliseconds of samples of ``batch`` back-to-back launches each.
+
+    Call on a non-default stream (``with cupy.cuda.Stream(non_blocking=True):``), which capture needs.
+    """
+    run, method = _runner(launch, batch)
+    return _sample(run, method, batch, warmup, rule, sample_ms, 0.0, _pairs)
+
+
+def calibrated(
+    launch: Callable[[], None], warmup, rule, single_ms: float | None = None, already_s: float = 0.0
+) -> Timed:
+    """Batched samples, the batch chosen from one launch (``single_ms``, timed by the caller where it has one)
+    and, for a short kernel, once more from one replay of a graph of that first guess.
 
     A single launch between events includes the host's launch latency, so a
-    first guess from it is too small for short kernels; one warmed-up graph of
-    that guess gives the per-launch time the final batch is sized from.
+    first guess from it is too small for short kernels; one warmed-up graph
+    of that guess gives the per-launch time the final batch is sized from.
     """
-    guess = batch_size(time_launches(launch, 0, 1)[0])
-    if guess > 1:
-        guess = batch_size(time_batched(launch, 1, 1, guess).samples[0])
-    return time_batched(launch, warmups, repeats, guess)
+    single = time_launches(launch, 0, 1)[0] if single_ms is None else single_ms
+    batch = batch_size(single)
+    run, method = _runner(launch, batch)
+    sample_ms = single
+    if batch > 1:
+        run()
+        per = _pairs(run, 1)[0] / batch
+        better = batch_size(per)
+        if better != batch:
+            batch = better
+            run, method = _runner(launch, batch)
+        sample_ms = per * batch
+    return _sample(run, method, batch, warmup, rule, sample_ms, already_s, _pairs)
 
 
-def time_host(fn: Callable[[], None], warmups: int, repeats: int) -> list[float]:
-    """Milliseconds of each of ``repeats`` calls of a host function (the CPU variants)."""
-    import time
-
-    for _ in range(warmups):
-        fn()
-    samples = []
-    for _ in range(repeats):
+def _host_times(fn: Callable[[], None], k: int) -> list[float]:
+    out = []
+    for _ in range(k):
         t0 = time.perf_counter()
         fn()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return samples
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+def time_host(fn: Callable[[], None], warmup, rule, single_ms: float = 0.0, already_s: float = 0.0) -> Timed:
+    """Milliseconds of calls of a host function (the CPU variants), as many as the rule asks."""
+    return _sample(fn, "host", 1, warmup, rule, single_ms, already_s, _host_times)

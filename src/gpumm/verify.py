@@ -137,23 +137,27 @@ def compare(C, ref, abs_ref, K: int, where: str) -> Check:
     return Check(True, err, tol, where, "")
 
 
-def compare_equal(out: np.ndarray, expected: np.ndarray) -> Check:
-    """Bit-for-bit equality of an output that only moves data (a transpose, a copy)."""
+def compare_equal(out, expected) -> Check:
+    """Bit-for-bit equality of an output that only moves data (a transpose, a copy); NumPy or CuPy arrays, compared
+    where ``expected`` lives."""
+    xp = _module(expected)
+    where = "cpu" if xp is np else "gpu"
+    out = xp.asarray(out)
     if out.shape != expected.shape:
-        return Check(False, float("inf"), 0.0, "cpu", f"output shape {out.shape} != {expected.shape}", "exact")
-    unwritten = int(np.count_nonzero(~np.isfinite(out)))
+        return Check(False, float("inf"), 0.0, where, f"output shape {out.shape} != {expected.shape}", "exact")
+    unwritten = int(xp.count_nonzero(~xp.isfinite(out)))
     if unwritten:
-        return Check(False, float("inf"), 0.0, "cpu", f"{unwritten} elements NaN (not written?)", "exact")
-    wrong = out.view(np.uint32) != expected.view(np.uint32)
-    n = int(np.count_nonzero(wrong))
+        return Check(False, float("inf"), 0.0, where, f"{unwritten} elements NaN (not written?)", "exact")
+    wrong = out.view(xp.uint32) != expected.view(xp.uint32)
+    n = int(xp.count_nonzero(wrong))
     if n:
-        first = np.unravel_index(int(np.argmax(wrong)), out.shape)
+        first = np.unravel_index(int(xp.argmax(wrong)), out.shape)
         return Check(
             False,
             float("inf"),
             0.0,
-            "cpu",
+            where,
             f"{n} of {out.size} elements differ (first at {tuple(map(int, first))})",
             "exact",
         )
-    return Check(True, 0.0, 0.0, "cpu", "", "exact")
+    return Check(True, 0.0, 0.0, where, "", "exact")

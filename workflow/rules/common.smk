@@ -1,8 +1,10 @@
 # Config validation, the mode decision and the variant list: everything the
 # rules share. Work here runs once, when Snakemake reads the workflow.
 import json
+import os
 import shlex
 import sys
+import uuid
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -10,12 +12,6 @@ from snakemake.utils import validate
 
 _SRC = str(Path(workflow.basedir) / "src")
 sys.path.insert(0, _SRC)
-# Jobs run `python -m gpumm ...` with the interpreter running Snakemake and
-# this checkout's package, installed or not.
-shell.prefix(
-    f'export PATH="{Path(sys.executable).parent}:$PATH"'
-    f' PYTHONPATH="{_SRC}${{{{PYTHONPATH:+:$PYTHONPATH}}}}"; '
-)
 
 from gpumm import catalog as gpumm_catalog, config as gpumm_config, gpu, reference
 from gpumm import (
@@ -73,26 +69,87 @@ def op_of(wildcards):
 
 
 def measure_shapes(wildcards):
-    """The shapes a variant is measured at, as MxNxK,...: its operation's sizes and shapes."""
-    return ",".join("x".join(map(str, s)) for s in op_of(wildcards).shapes(config))
+    """The shapes a variant is measured at, as MxNxK,...: its operation's sizes (up to its max_size) and shapes."""
+    return ",".join(
+        "x".join(map(str, s))
+        for s in gpumm_config.shapes_for(VARIANTS[wildcards.variant], config)
+    )
 
 
-def profile_sizes(wildcards):
+def profile_sizes(variant_id):
     """The square sizes a variant is profiled at: from its operation's footprint and the GPU's L2."""
-    sizes = gpumm_profile.sizes(
+    return gpumm_profile.sizes(
         config["profile"]["size"],
         config["profile"]["cached_size"],
         DECISION.l2_bytes,
-        op_of(wildcards).footprint,
+        gpumm_operations.get(VARIANTS[variant_id].op).footprint,
     )
-    return ",".join(map(str, sizes))
+
+
+# Jobs run `python -m gpumm ...` with the interpreter running Snakemake and this checkout's package, installed
+# or not. Every command runs under `set -euo pipefail` (Snakemake's own prefix, which a prefix of ours would
+# otherwise replace): a rule that pipes its step through `tee` fails with the step's own status. Each step
+# records its start and end for results/run.json (gpumm.runrecord); in measure mode the GPU steps go to one
+# worker process that stays up for the run (gpumm.worker; config gpu_worker).
+RUN_ID = os.environ.get("GPUMM_RUN_ID") or uuid.uuid4().hex[:12]
+RUN_LOG = Path.cwd() / "results" / "run" / "steps.jsonl"
+USE_WORKER = MODE == "measure" and config["gpu_worker"] and not workflow.remote_exec
+_env = {
+    "PATH": f"{Path(sys.executable).parent}:$PATH",
+    "PYTHONPATH": f"{_SRC}${{{{PYTHONPATH:+:$PYTHONPATH}}}}",
+    "GPUMM_RUN_ID": RUN_ID,
+    "GPUMM_RUN_LOG": str(RUN_LOG),
+}
+if USE_WORKER:
+    _env.update(
+        GPUMM_WORKER="1",
+        GPUMM_WORKER_LOG=str(Path.cwd() / "results" / "logs" / "gpu-worker.log"),
+    )
+shell.prefix(
+    "set -euo pipefail; export " + " ".join(f'{k}="{v}"' for k, v in _env.items()) + "; "
+)
+
+
+def finish(success: bool) -> None:
+    """When the workflow ends: stop the GPU worker; after a successful run, write results/run.json."""
+    if USE_WORKER:
+        from gpumm import worker as gpumm_worker
+
+        gpumm_worker.stop()
+    if not success:
+        return
+    from gpumm import runrecord
+
+    prov = Path("results/raw/provenance.json")
+    prov = json.loads(prov.read_text()) if prov.is_file() else {}
+    gpu_info = {**prov.get("gpu", {}), "uuid": prov.get("device", {}).get("uuid")}
+    try:
+        cores = workflow.cores
+    except WorkflowError:
+        cores = None
+    record = runrecord.write(
+        RUN_LOG,
+        RUN_ID,
+        Path("results/run.json"),
+        {
+            "mode": MODE,
+            "gpu": {k: gpu_info.get(k) for k in ("name", "uuid", "sm_count", "max_sm_clock_mhz", "driver")},
+            "cores": cores,
+            "gpu_worker": USE_WORKER,
+            "config_digest": gpumm_config.digest(config),
+        },
+    )
+    if record:
+        print(
+            f"gpumm: {record['steps']} steps in {record['wall_s']} s, GPU busy {record['gpu_busy_s']} s"
+            " (results/run.json)",
+            file=sys.stderr,
+        )
 
 
 PAGE_NAMES = page_names()
 MICRO = gpumm_catalog.microbenchmarks()
-PROFILE_METRICS = ",".join(
-    config["profile"].get("metric_sets", {}).get(config["profile"]["metric_set"], [])
-)
+PROFILE_METRICS = ",".join(gpumm_config.metrics(config))
 _stale = gpumm_locks.clear_stale(Path.cwd())
 if _stale:
     print(

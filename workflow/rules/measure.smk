@@ -65,43 +65,63 @@ rule measure:
         modes=lambda w: ",".join(
             gpumm_config.modes_for(w.variant, config, VARIANTS[w.variant].op)
         ),
-        timing=config["timing"],
+        timing=json.dumps(config["timing"], sort_keys=True),
+        other_max=config["memory_study_max_size"],
         seed=config["seed"],
         cpu_max=config["verify"]["cpu_reference_max_mnk"],
     shell:
         "python -m gpumm measure --variant {wildcards.variant} {params.binary}"
-        " --shapes '{params.shapes}' --modes {params.modes}"
-        " --warmups {params.timing[warmups]} --repeats {params.timing[repeats]}"
-        " --budget {params.timing[budget_s]} --seed {params.seed}"
-        " --cpu-max-mnk {params.cpu_max} --cpu-repeats {params.timing[cpu_repeats]}"
-        " --cold-repeats {params.timing[cold_repeats]}"
-        " --end-to-end-max-size {params.timing[end_to_end_max_size]}"
-        " --out-dir results/raw/{wildcards.variant}"
+        " --shapes '{params.shapes}' --modes {params.modes} --timing '{params.timing}'"
+        " --other-modes-max-size {params.other_max} --seed {params.seed}"
+        " --cpu-max-mnk {params.cpu_max} --out-dir results/raw/{wildcards.variant}"
         " 2>&1 | tee {log}"
+
+
+# Every profile in one Nsight Compute session (gpumm/profile.py): ncu, Python and the CUDA context start once.
+# Each variant still gets its own profile.csv, and a variant whose kernel, binary and settings are unchanged
+# reuses its profile from results/cache/profile: an edit to one kernel re-profiles that kernel alone.
+PROFILE_PLAN = {
+    "variants": {
+        v: {
+            "binary": f"results/build/{v}/{VARIANTS[v].binary_name}"
+            if VARIANTS[v].is_cuda
+            else None,
+            "sizes": profile_sizes(v),
+        }
+        for v in ALL_IDS
+    },
+    "coalescing": {
+        "cubin": "results/build/access_patterns/kernel.cubin",
+        "plan": config["coalescing"],
+    },
+    "marker": "results/build/launch_overhead/kernel.cubin",
+}
 
 
 rule profile:
     input:
-        binary=binary,
-        samples=f"{RAW}/samples.csv",
+        binaries=expand("results/build/{variant}/kernel.cubin", variant=CUDA_IDS),
+        samples=expand(f"{RAW}/samples.csv", variant=ALL_IDS),
+        coalescing="results/raw/coalescing/samples.csv",
+        cubin="results/build/access_patterns/kernel.cubin",
+        marker="results/build/launch_overhead/kernel.cubin",
     output:
-        f"{RAW}/profile.csv",
+        expand(f"{RAW}/profile.csv", variant=ALL_IDS),
+        "results/raw/coalescing/profile.csv",
     log:
-        "results/logs/profile/{variant}.log",
+        "results/logs/profile.log",
     conda:
         ENV
     resources:
         **GPU_RESOURCES,
     params:
-        binary=binary_arg,
-        sizes=profile_sizes,
+        plan=shlex.quote(json.dumps(PROFILE_PLAN, sort_keys=True)),
         seed=config["seed"],
         metrics=PROFILE_METRICS,
         disabled="" if config["profile"]["enabled"] else "--disabled",
     shell:
-        "python -m gpumm profile --variant {wildcards.variant} {params.binary}"
-        " --sizes {params.sizes} --seed {params.seed} --metrics={params.metrics}"
-        " {params.disabled} --out-dir results/raw/{wildcards.variant} > {log} 2>&1"
+        "python -m gpumm profile --plan {params.plan} --seed {params.seed} --metrics={params.metrics}"
+        " {params.disabled} --results results 2>&1 | tee {log}"
 
 
 rule provenance:
@@ -158,35 +178,11 @@ rule coalescing:
         **GPU_RESOURCES,
     params:
         plan=json.dumps(config["coalescing"]),
-        timing=config["timing"],
+        timing=json.dumps(config["timing"], sort_keys=True),
         seed=config["seed"],
     shell:
         "python -m gpumm coalescing --cubin {input.cubin} --plan '{params.plan}'"
-        " --warmups {params.timing[warmups]} --repeats {params.timing[repeats]}"
-        " --seed {params.seed} --out-dir results/raw/coalescing 2>&1 | tee {log}"
-
-
-rule profile_coalescing:
-    input:
-        cubin="results/build/access_patterns/kernel.cubin",
-        samples="results/raw/coalescing/samples.csv",
-    output:
-        "results/raw/coalescing/profile.csv",
-    log:
-        "results/logs/profile/coalescing.log",
-    conda:
-        ENV
-    resources:
-        **GPU_RESOURCES,
-    params:
-        plan=json.dumps(config["coalescing"]),
-        seed=config["seed"],
-        metrics=PROFILE_METRICS,
-        disabled="" if config["profile"]["enabled"] else "--disabled",
-    shell:
-        "python -m gpumm profile-coalescing --cubin {input.cubin} --plan '{params.plan}'"
-        " --seed {params.seed} --metrics={params.metrics} {params.disabled}"
-        " --out-dir results/raw/coalescing > {log} 2>&1"
+        " --timing '{params.timing}' --seed {params.seed} --out-dir results/raw/coalescing 2>&1 | tee {log}"
 
 
 rule bandwidth:
@@ -200,10 +196,10 @@ rule bandwidth:
         **GPU_RESOURCES,
     params:
         nbytes=config["bandwidth"]["bytes"],
-        timing=config["timing"],
+        timing=json.dumps(config["timing"], sort_keys=True),
     shell:
-        "python -m gpumm bandwidth --bytes {params.nbytes} --warmups {params.timing[warmups]}"
-        " --repeats {params.timing[repeats]} --out-dir results/raw/bandwidth > {log} 2>&1"
+        "python -m gpumm bandwidth --bytes {params.nbytes} --timing '{params.timing}'"
+        " --out-dir results/raw/bandwidth > {log} 2>&1"
 
 
 rule hierarchy:
@@ -235,8 +231,5 @@ rule overhead:
         ENV
     resources:
         **GPU_RESOURCES,
-    params:
-        timing=config["timing"],
     shell:
-        "python -m gpumm overhead --cubin {input.cubin} --warmups {params.timing[warmups]}"
-        " --repeats {params.timing[repeats]} --out-dir results/raw/overhead > {log} 2>&1"
+        "python -m gpumm overhead --cubin {input.cubin} --out-dir results/raw/overhead > {log} 2>&1"
