@@ -57,6 +57,9 @@ def cmd_measure(a):
     failed = shapes[shapes["status"] == "failed"]
     for _, r in failed.iterrows():
         print(f"  FAILED {r.M}x{r.N}x{r.K} {r.memory_mode}: {r.reason}", file=sys.stderr)
+    slow = sorted(df.attrs.get("sets", []), key=lambda x: -x[-1])[:5]
+    if slow:
+        print("  slowest sets: " + ", ".join(f"{m} {M}x{N}x{K} {sec:.1f} s" for m, M, N, K, sec in slow))
 
 
 def cmd_profile(a):

@@ -133,8 +133,10 @@ def _run(variant: Variant, binary, plan: Plan, progress: bool) -> pd.DataFrame:
     bar = tqdm(work, desc=variant.id, unit="shape", disable=not progress, mininterval=0.5)
     rate: dict[str, float] = {}  # flop/s at the last measured shape, per mode
     broken = ""
+    sets: list[list] = []  # [mode, M, N, K, seconds] of each set: where a variant's time went
     for mode_name, (M, N, K) in bar:
         bar.set_postfix_str(f"{mode_name} {M}x{N}x{K}")
+        set_start = time.monotonic()
         base = dict(
             variant=variant.id,
             family=variant.family,
@@ -185,7 +187,10 @@ def _run(variant: Variant, binary, plan: Plan, progress: bool) -> pd.DataFrame:
             rows.extend(new_rows)
             if seconds:
                 rate[mode_name] = cost / seconds
-    return pd.DataFrame(rows, columns=COLUMNS)
+        sets.append([mode_name, M, N, K, round(time.monotonic() - set_start, 3)])
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df.attrs["sets"] = sets
+    return df
 
 
 def _timed_set(watch, fn, *args, **kw) -> tuple[timing.Timed, dict]:
@@ -215,7 +220,11 @@ def _one_shape(launcher, op, mode, plan, base, watch):
     )
     if not (exact.ok and rounding.ok):
         return [{**base, **common, "status": "failed", "reason": check.reason}], 0.0
-    inputs, out, hosts, product = checked.arrays
+    inputs, out, made, product = checked.arrays
+
+    def hosts():  # the inputs as host arrays (the large shapes' are made on the GPU), for the steps that copy them
+        return [memory.to_host(h) for h in made]
+
     library = getattr(product, "library", "")
     cold = "cold" in mode.info.timed
     # the last check's launch (on the inputs that are now timed) predicts the timing; skip it if over budget
@@ -236,11 +245,12 @@ def _one_shape(launcher, op, mode, plan, base, watch):
             product()
 
         seen = []
+        host_inputs = hosts()
 
         def take(k):
             got = []
             for _ in range(k):
-                for array, host in zip(inputs, hosts):
+                for array, host in zip(inputs, host_inputs):
                     mode.write_on_host(array, host)
                 t, c = _timed_set(watch, timing.time_single, cold_run, 0, 1)
                 got += t.samples
@@ -263,9 +273,10 @@ def _one_shape(launcher, op, mode, plan, base, watch):
     e2e = "end_to_end" in mode.info.timed and variant.on_gpu and op.end_to_end
     if e2e and max(M, N, K) <= plan.end_to_end_max_size:
         out_host = np.empty(out.shape, dtype=np.float32)
+        host_inputs = hosts()
 
         def end_to_end():
-            for array, host in zip(inputs, hosts):
+            for array, host in zip(inputs, host_inputs):
                 mode.upload(array, host)
             product()
             mode.download(out, out_host)
@@ -385,5 +396,6 @@ def meta_for(variant: Variant, plan: Plan, started: float, df: pd.DataFrame) -> 
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "seconds": round(time.time() - started, 2),
         "shape_status": status,
+        "set_seconds": df.attrs.get("sets", []),  # [memory mode, M, N, K, seconds] per set, in order
         "origin": "measured",
     }

@@ -85,7 +85,7 @@ class HostMemory(MemoryMode):
     info = ModeInfo("host", "NumPy arrays in host memory (CPU variants)", ("end_to_end",))
 
     def place(self, host):
-        return host.copy()
+        return to_host(host).copy()
 
     def empty(self, shape, dtype=np.float32):
         return np.empty(shape, dtype=dtype)
@@ -102,9 +102,10 @@ class DeviceMemory(MemoryMode):
     )
 
     def place(self, host):
+        """A device copy (of a host array, or of a device array: a kernel never writes the caller's inputs)."""
         import cupy
 
-        return cupy.asarray(host)
+        return cupy.array(host, copy=True)
 
     def empty(self, shape, dtype=np.float32):
         import cupy
@@ -121,6 +122,15 @@ class DeviceMemory(MemoryMode):
 
     def download(self, array, host):
         array.get(out=host)
+
+
+def to_host(a) -> np.ndarray:
+    """A NumPy array of ``a`` (itself when it is one; a copy of a CuPy array)."""
+    if isinstance(a, np.ndarray):
+        return a
+    import cupy
+
+    return cupy.asnumpy(a)
 
 
 def _host_view(ptr: int, shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -159,6 +169,7 @@ class ZeroCopyMemory(MemoryMode):
         return cupy.ndarray(shape, dtype=dtype, memptr=cupy.cuda.MemoryPointer(mem, 0))
 
     def place(self, host):
+        host = to_host(host)
         array = self.empty(host.shape, host.dtype)
         _host_view(array.data.ptr, host.shape, host.dtype)[...] = host
         return array
@@ -170,7 +181,7 @@ class ZeroCopyMemory(MemoryMode):
         return _host_view(array.data.ptr, array.shape, array.dtype).copy()
 
     def upload(self, array, host):
-        _host_view(array.data.ptr, host.shape, host.dtype)[...] = host
+        _host_view(array.data.ptr, host.shape, host.dtype)[...] = to_host(host)
 
     def download(self, array, host):
         host[...] = self.fetch(array)
@@ -189,6 +200,7 @@ class ManagedMemory(MemoryMode):
         return cupy.ndarray(shape, dtype=dtype, memptr=cupy.cuda.malloc_managed(nbytes))
 
     def place(self, host):
+        host = to_host(host)
         array = self.empty(host.shape, host.dtype)
         self.write_on_host(array, host)
         return array
@@ -203,7 +215,7 @@ class ManagedMemory(MemoryMode):
         import cupy
 
         cupy.cuda.Device().synchronize()  # the host may touch managed pages only while the GPU is idle
-        _host_view(array.data.ptr, host.shape, host.dtype)[...] = host
+        _host_view(array.data.ptr, host.shape, host.dtype)[...] = to_host(host)
 
     upload = write_on_host
 

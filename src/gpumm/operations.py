@@ -87,13 +87,18 @@ class Matmul(Operation):
         """
         M, N, K = shape
         on_gpu = launcher.variant.on_gpu
+        # shapes checked against a reference on the GPU get their inputs made there too (CuPy's generators)
+        xp = _cupy() if on_gpu and M * N * K > cpu_max_mnk else np
+        where_made = "gpu" if xp is not np else "cpu"
         spent = 0.0
         if K <= verify.EXACT_MAX_K:
-            A_e, B_e = memo.STORE.get(("exact", seed, M, N, K), lambda: verify.exact_inputs(seed, M, N, K))
+            A_e, B_e = memo.STORE.get(
+                ("exact", where_made, seed, M, N, K), lambda: verify.exact_inputs(seed, M, N, K, xp)
+            )
             _, C, product = place(launcher, mode, [A_e, B_e], (M, N))
             spent += timed_run(product, on_gpu) / 1e3
             ref, _, where = memo.STORE.get(
-                ("exact_ref", seed, M, N, K, cpu_max_mnk),
+                ("exact_ref", where_made, seed, M, N, K, cpu_max_mnk),
                 lambda: verify.reference(A_e, B_e, cpu_max_mnk, absolute=False),
             )
             exact = verify.compare_exact(mode.fetch(C) if where == "cpu_f64" else C, ref, where)
@@ -103,11 +108,14 @@ class Matmul(Operation):
         if not exact.ok:
             skipped = verify.Check(False, np.nan, verify.tolerance(K), "", "not made: the exact check failed")
             return Checked(exact, skipped)
-        A_host, B_host = memo.STORE.get(("random", seed, M, N, K), lambda: verify.random_inputs(seed, M, N, K))
+        A_host, B_host = memo.STORE.get(
+            ("random", where_made, seed, M, N, K), lambda: verify.random_inputs(seed, M, N, K, xp)
+        )
         inputs, C, product = place(launcher, mode, [A_host, B_host], (M, N))
         launch_ms = timed_run(product, on_gpu)
         ref, abs_ref, where = memo.STORE.get(
-            ("random_ref", seed, M, N, K, cpu_max_mnk), lambda: verify.reference(A_host, B_host, cpu_max_mnk)
+            ("random_ref", where_made, seed, M, N, K, cpu_max_mnk),
+            lambda: verify.reference(A_host, B_host, cpu_max_mnk),
         )
         rounding = verify.compare(mode.fetch(C) if where == "cpu_f64" else C, ref, abs_ref, K, where)
         arrays = (inputs, C, [A_host, B_host], product)
@@ -134,10 +142,12 @@ class Transpose(Operation):
         return (inputs[0], output, np.int32(M), np.int32(N))
 
     @staticmethod
-    def _input(seed, M, N) -> np.ndarray:
-        """Random floats with every bit pattern of the significand in play (never zero), fresh per shape."""
-        rng = np.random.default_rng([seed, M, N, 7])
-        return (rng.random((M, N), dtype=np.float32) + 0.5) * rng.choice(np.float32([-1, 1]), (M, N))
+    def _input(seed, M, N, xp=np):
+        """Random floats with every bit pattern of the significand in play (never zero), fresh per shape (made on
+        the GPU with xp=cupy)."""
+        rng = verify._rng(xp, seed, M, N, 7)
+        sign = xp.asarray(np.float32([-1, 1]))[rng.integers(0, 2, (M, N))]
+        return (rng.random((M, N), dtype=np.float32) + 0.5) * sign
 
     def expected(self, a):
         """The transposed input, made where it lives by NumPy or CuPy (on the GPU, CuPy's own copy kernel), not by
@@ -147,12 +157,11 @@ class Transpose(Operation):
     def check(self, launcher, mode, seed, cpu_max_mnk, shape):
         """Bit for bit against CuPy's own transpose (or copy) of the same input, on the GPU."""
         M, N, _ = shape
-        import cupy
-
-        host = memo.STORE.get(("transpose_input", seed, M, N), lambda: self._input(seed, M, N))
-        # made from the host input before any kernel under test runs (a kernel that wrote its input must not
-        # change what the next variant is checked against)
-        expected = memo.STORE.get((self.name, "expected", seed, M, N), lambda: self.expected(cupy.asarray(host)))
+        cupy = _cupy()
+        host = memo.STORE.get(("transpose_input", seed, M, N), lambda: self._input(seed, M, N, cupy))
+        # made before any kernel under test runs, from the kept input (placing it copies it: a kernel that wrote
+        # its input cannot change what the next variant is checked against)
+        expected = memo.STORE.get((self.name, "expected", seed, M, N), lambda: self.expected(host))
         inputs, out, launch = place(launcher, mode, [host], self.output_shape(M, N, 1))
         launch_ms = timed_run(launch, True)
         exact = verify.compare_equal(out, expected)
@@ -182,6 +191,12 @@ def get(name: str | None) -> Operation:
         return OPERATIONS[name or "matmul"]
     except KeyError:
         raise ValueError(f"unknown operation {name!r}; allowed: {', '.join(OPERATIONS)}") from None
+
+
+def _cupy():
+    import cupy
+
+    return cupy
 
 
 def _xp(a):

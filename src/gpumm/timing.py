@@ -62,6 +62,8 @@ class Warmup:
         work (the checks): none once those ran ``seconds``, else enough to reach it, at most ``count``."""
         if self.count <= 0:
             return 0
+        if math.isinf(self.seconds):  # a fixed count
+            return self.count
         left = self.seconds - already_s
         if left <= 0:
             return 0

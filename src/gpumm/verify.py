@@ -49,18 +49,30 @@ class Check:
     kind: str = "rounding"  # exact | rounding
 
 
-def exact_inputs(seed: int, M: int, N: int, K: int) -> tuple[np.ndarray, np.ndarray]:
-    """A (M x K) and B (K x N) of nonzero integers in [-4, 4], float32, fresh per shape."""
+def seed_of(*parts: int) -> int:
+    """One 63-bit seed from several integers (CuPy's generators take a single integer)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(repr(tuple(int(p) for p in parts)).encode()).digest()[:8], "little") >> 1
+
+
+def _rng(xp, *parts):
+    return np.random.default_rng(list(parts)) if xp is np else xp.random.default_rng(seed_of(*parts))
+
+
+def exact_inputs(seed: int, M: int, N: int, K: int, xp=np) -> tuple:
+    """A (M x K) and B (K x N) of nonzero integers in [-4, 4], float32, fresh per shape; made on the GPU with
+    ``xp=cupy`` (the large shapes, whose reference is computed there too: seconds of host work saved)."""
     if K > EXACT_MAX_K:
         raise ValueError(f"K = {K} > {EXACT_MAX_K}: integer inputs are no longer summed exactly in float32")
-    rng = np.random.default_rng([seed, M, N, K, 1])
-    values = np.array([-4, -3, -2, -1, 1, 2, 3, 4], dtype=np.float32)
+    rng = _rng(xp, seed, M, N, K, 1)
+    values = xp.asarray(np.array([-4, -3, -2, -1, 1, 2, 3, 4], dtype=np.float32))
     return values[rng.integers(0, 8, (M, K))], values[rng.integers(0, 8, (K, N))]
 
 
-def random_inputs(seed: int, M: int, N: int, K: int) -> tuple[np.ndarray, np.ndarray]:
-    """Random A (M x K) and B (K x N), uniform in [-1, 1), float32; fresh per shape."""
-    rng = np.random.default_rng([seed, M, N, K])
+def random_inputs(seed: int, M: int, N: int, K: int, xp=np) -> tuple:
+    """Random A (M x K) and B (K x N), uniform in [-1, 1), float32; fresh per shape (on the GPU with xp=cupy)."""
+    rng = _rng(xp, seed, M, N, K)
     A = rng.random((M, K), dtype=np.float32) * 2 - 1
     B = rng.random((K, N), dtype=np.float32) * 2 - 1
     return A, B

@@ -313,5 +313,5 @@ def _run_step(conn, req: dict, cli) -> int:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    _say(f"{' '.join(argv[:3])} ... exit {rc} in {time.monotonic() - started:.1f} s (client pid {req.get('pid')})")
+    _say(f"{' '.join(argv[:3])[:80]} ... exit {rc} in {time.monotonic() - started:.1f} s (client pid {req.get('pid')})")
     return rc
