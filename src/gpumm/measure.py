@@ -76,9 +76,9 @@ def rule_from(t: dict) -> sampling.Rule:
     """The stopping rule the config's ``timing`` section sets."""
     return sampling.Rule(
         min_samples=t.get("min_samples", 5),
-        max_samples=t.get("max_samples", 50),
+        max_samples=t.get("max_samples", 20),
         max_noise_pct=t.get("max_noise_pct", 0.5),
-        timeout_s=t.get("timeout_s", 1.0),
+        timeout_s=t.get("timeout_s", 2.0),
     )
 
 

@@ -53,9 +53,9 @@ class Rule:
     """Stop a set once it is quiet, full or out of time, never below ``min_samples``."""
 
     min_samples: int = 5
-    max_samples: int = 50
+    max_samples: int = 20
     max_noise_pct: float = 0.5
-    timeout_s: float = 1.0
+    timeout_s: float = 2.0
 
     def __post_init__(self):
         if not 1 <= self.min_samples <= self.max_samples:

@@ -2,9 +2,10 @@
 
 Two ways, for two regimes:
 
-- **batched** (every kernel time in the report): each sample is one CUDA
-  graph replaying ``batch`` launches back to back between one event pair, and
-  the sample is the per-launch time (the pair's time over ``batch``). The
+- **batched** (every kernel time in the report): each sample is ``batch``
+  launches back to back between one event pair (a CUDA graph of up to
+  ``CHUNK`` launches, replayed as often as the batch needs), and the sample
+  is the per-launch time (the pair's time over ``batch``). The
   batch is chosen so that a sample lasts at least ``TARGET_MS``; a kernel
   longer than that runs one launch per sample. Without the graph, a short
   kernel is timed at the rate the host can launch it (about 5 µs per launch
@@ -36,6 +37,7 @@ from gpumm import sampling
 
 TARGET_MS = 2.0  # shortest sample of the batched method
 MAX_BATCH = 4096  # most launches in one sample
+CHUNK = 128  # launches captured in one graph; a sample replays the graph batch / CHUNK times back to back
 
 
 def batch_size(single_ms: float, target_ms: float = TARGET_MS, max_batch: int = MAX_BATCH) -> int:
@@ -151,17 +153,32 @@ def capture(launch: Callable[[], None], batch: int):
     return graph
 
 
-def _runner(launch: Callable[[], None], batch: int) -> tuple[Callable[[], None], str]:
-    """One sample's work: a graph of ``batch`` launches where they can be captured, else the launches queued."""
-    graph = capture(launch, batch)
+def _runner(launch: Callable[[], None], batch: int, graph=None) -> tuple[Callable[[], None], str, int, object]:
+    """One sample's work for ``batch`` launches: a graph of up to CHUNK launches where they can be captured,
+    replayed back to back as many times as the batch needs (capturing thousands of launches from Python costs
+    tens of milliseconds a set; replays queue on the GPU faster than they run, so the GPU sees the launches back
+    to back either way), else the launches queued. Returns (run, method, launches per sample, graph)."""
+    chunk = min(batch, CHUNK)
+    reps = max(1, math.ceil(batch / chunk))
+    if graph is None or graph[1] != chunk:
+        g = capture(launch, chunk)
+        graph = (g, chunk) if g is not None else None
     if graph is not None:
-        return graph.launch, "graph"
+        g = graph[0]
+        if reps == 1:
+            return g.launch, "graph", chunk, graph
+
+        def replays():
+            for _ in range(reps):
+                g.launch()
+
+        return replays, "graph", chunk * reps, graph
 
     def queued():
         for _ in range(batch):
             launch()
 
-    return queued, "stream"
+    return queued, "stream", batch, None
 
 
 def time_batched(launch: Callable[[], None], warmup, rule, batch: int, sample_ms: float = 0.0) -> Timed:
@@ -169,7 +186,7 @@ def time_batched(launch: Callable[[], None], warmup, rule, batch: int, sample_ms
 
     Call on a non-default stream (``with cupy.cuda.Stream(non_blocking=True):``), which capture needs.
     """
-    run, method = _runner(launch, batch)
+    run, method, batch, _ = _runner(launch, batch)
     return _sample(run, method, batch, warmup, rule, sample_ms, 0.0, _pairs)
 
 
@@ -184,16 +201,14 @@ def calibrated(
     of that guess gives the per-launch time the final batch is sized from.
     """
     single = time_launches(launch, 0, 1)[0] if single_ms is None else single_ms
-    batch = batch_size(single)
-    run, method = _runner(launch, batch)
+    run, method, batch, graph = _runner(launch, batch_size(single))
     sample_ms = single
     if batch > 1:
         run()
         per = _pairs(run, 1)[0] / batch
         better = batch_size(per)
         if better != batch:
-            batch = better
-            run, method = _runner(launch, batch)
+            run, method, batch, graph = _runner(launch, better, graph)
         sample_ms = per * batch
     return _sample(run, method, batch, warmup, rule, sample_ms, already_s, _pairs)
 
