@@ -113,7 +113,7 @@ PY
   [ -n "${SAMPLING_CHECK:-}" ] && timeout 120 python3 tools/sampling_check.py "$OUT/sampling-check.csv" 2>&1 | tail -25
   tar czf "$OUT/report.tgz" results/report
   tar czf "$OUT/logs.tgz" results/logs results/run results/tables results/run.json results/raw/*/meta.json \
-    results/raw/profile-session/ncu.log 2>/dev/null
+    results/raw/profile-session/*/ncu.log 2>/dev/null
   ;;
 sanitize)
   sel="transposes_and_copy_are_exact and (1023x1025 or 1x4097 or 4097x1)"

@@ -47,7 +47,7 @@ def cmd_measure(a):
         modes=a.modes.split(","),
         seed=a.seed,
         cpu_max_mnk=a.cpu_max_mnk,
-        other_modes_max_size=a.other_modes_max_size,
+        mode_max_size={m: int(n) for m, _, n in (x.partition("=") for x in a.mode_max_size.split(",") if x)},
     )
     started = time.time()
     df = measure.run(v, Path(a.binary) if a.binary else None, plan)
@@ -179,6 +179,8 @@ def cmd_pages(a):
     for nb in notebooks:
         if not nb.is_file():
             raise FileNotFoundError(f"no page notebook {nb}")
+    if a.jobs > 1 and len(notebooks) > 1:
+        return _pages_side_by_side(a, [nb.stem for nb in notebooks])
     try:
         times = execute.run(notebooks, Path(a.notebooks_out), Path(a.out), {"tables_dir": a.tables})
     except execute.PageError as exc:
@@ -186,6 +188,28 @@ def cmd_pages(a):
         print(f"gpumm pages: {exc}", file=sys.stderr)
         return 1
     print(f"{len(times)} pages in {sum(t for _, t in times):.1f} s")
+    return 0
+
+
+def _pages_side_by_side(a, pages: list[str]) -> int:
+    """The pages in ``a.jobs`` groups, each a `gpumm pages` process with a kernel of its own, side by side (where
+    the machine has the cores, a kernel's start and imports cost less than the pages after the first)."""
+    import subprocess
+
+    from gpumm import execute
+
+    groups = execute.groups(pages, a.jobs)
+    t0 = time.perf_counter()
+    procs = []
+    for group in groups:
+        cmd = [sys.executable, "-m", "gpumm", "pages", "--pages", ",".join(group), "--tables", a.tables]
+        cmd += ["--notebooks-out", a.notebooks_out, "--out", a.out, "--jobs", "1"]
+        procs.append(subprocess.Popen(cmd))
+    failed = [",".join(g) for g, p in zip(groups, procs) if p.wait() != 0]
+    if failed:
+        print(f"gpumm pages: the group of {'; '.join(failed)} failed (see above)", file=sys.stderr)
+        return 1
+    print(f"{len(pages)} pages in {len(groups)} kernels side by side in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
@@ -361,10 +385,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--modes", default="device")
     s.add_argument("--timing", default="")
     s.add_argument(
-        "--other-modes-max-size",
-        type=int,
-        default=1 << 30,
-        help="memory modes other than device run only the shapes whose largest side is at most this",
+        "--mode-max-size",
+        default="",
+        help="MODE=N,...: a memory mode runs only the shapes whose largest side is at most N (e.g. zero_copy=2048)",
     )
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--cpu-max-mnk", type=int, default=128**3)
@@ -426,6 +449,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--tables", required=True, help="the tidy tables the notebooks read (results/tables)")
     s.add_argument("--notebooks-out", required=True, help="where the executed notebooks go (results/notebooks)")
     s.add_argument("--out", required=True, help="where the HTML pages go (results/report)")
+    s.add_argument(
+        "--jobs", type=int, default=1, help="kernels side by side, each running a group of the pages (default 1)"
+    )
     s.set_defaults(fn=cmd_pages)
 
     s = sub.add_parser("index", help="the report's front page")

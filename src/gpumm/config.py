@@ -153,6 +153,23 @@ def check(config: dict) -> list[catalog.Variant]:
                 f"config: max_size.{name}: not a variant family or variant name; allowed: default, "
                 f"{', '.join(sorted(families))} or their variants (e.g. tiled_tile16)"
             )
+    named = [
+        ("end_to_end_variants", config.get("end_to_end_variants", "all")),
+        ("profile.cached_variants", config.get("profile", {}).get("cached_variants", "all")),
+    ]
+    for set_name, names in prof.get("extra_metric_sets", {}).items():
+        if set_name not in sets:
+            raise ConfigError(
+                f"config: profile.extra_metric_sets.{set_name}: no such metric set; allowed: {', '.join(sorted(sets))}"
+            )
+        named.append((f"profile.extra_metric_sets.{set_name}", names))
+    for key, names in named:
+        for name in [] if names == "all" else names:
+            if name not in known and not _is_variant_name(name, families) and name not in families:
+                raise ConfigError(
+                    f"config: {key}: {name} is not a variant family or variant name; allowed: all, "
+                    f"{', '.join(sorted(families))} or their variants (e.g. tiled_tile16)"
+                )
     t = config.get("timing", {})
     if t.get("min_samples", 1) > t.get("max_samples", 10**9):
         raise ConfigError(
@@ -178,6 +195,15 @@ def metrics(config: dict) -> list[str]:
     for name in [chosen] if isinstance(chosen, str) else chosen:
         out += [m for m in prof.get("metric_sets", {}).get(name, []) if m not in out]
     return out
+
+
+def metric_sets_for(variant, config: dict) -> list[str]:
+    """The names of a variant's metric sets: the chosen one(s), and every extra metric set that names it."""
+    prof = config.get("profile", {})
+    chosen = prof.get("metric_set", "memory")
+    out = [chosen] if isinstance(chosen, str) else list(chosen)
+    out += [name for name, names in prof.get("extra_metric_sets", {}).items() if names_in(names, variant)]
+    return list(dict.fromkeys(out))
 
 
 def max_size_of(variant, config: dict) -> int:
@@ -229,6 +255,20 @@ def measured(config: dict) -> dict:
 def digest(config: dict) -> str:
     """A stable digest of the effective config (after defaults), without the keys of NOT_MEASURED_KEYS."""
     return hashlib.sha256(json.dumps(measured(config), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def names_in(selection, variant) -> bool:
+    """Whether ``variant`` is in a config list of variant and family names (or the word all)."""
+    return selection == "all" or variant.id in selection or variant.family in selection
+
+
+def timing_for(variant, config: dict) -> dict:
+    """The config's timing section as a variant's measurement takes it: end-to-end timing only for the
+    variants of ``end_to_end_variants``."""
+    t = dict(config.get("timing", {}))
+    if not names_in(config.get("end_to_end_variants", "all"), variant):
+        t["end_to_end_max_size"] = 0
+    return t
 
 
 def timing_settings(given: dict | str | None = None) -> dict:

@@ -24,6 +24,36 @@ RESET_TAG = "gpumm-reset"
 RESET = 'import matplotlib.pyplot\nmatplotlib.pyplot.close("all")\n%reset -f'
 
 
+# Seconds each page took on one kernel (a replay on the 2-core CI machine, 2026-11-23): how the pages are split
+# into groups of about equal work when they run side by side; a page not listed counts as 2.
+WEIGHT = {
+    "ladder": 3,
+    "seed000": 3,
+    "seed001": 2,
+    "seed002": 3,
+    "transpose": 1.5,
+    "seed003": 2,
+    "coalescing": 1.5,
+    "memory_modes": 4.5,
+    "compare": 1.5,
+    "profiles": 1.5,
+}
+
+
+def groups(pages: list[str], n: int) -> list[list[str]]:
+    """``pages`` in at most ``n`` groups of about equal weight (the heaviest page first into the lightest group),
+    each group in the pages' own order."""
+    n = max(1, min(n, len(pages)))
+    bins: list[list[str]] = [[] for _ in range(n)]
+    load = [0.0] * n
+    for page in sorted(pages, key=lambda p: -WEIGHT.get(p, 2)):
+        i = load.index(min(load))
+        bins[i].append(page)
+        load[i] += WEIGHT.get(page, 2)
+    order = {p: k for k, p in enumerate(pages)}
+    return [sorted(b, key=order.get) for b in bins if b]
+
+
 class PageError(RuntimeError):
     """A page notebook failed; the message names it and the failing cell's error."""
 

@@ -57,7 +57,9 @@ class Plan:
     warmup: timing.Warmup = field(default_factory=timing.Warmup)
     budget_s: float = 15.0  # longest one variant's timing at one shape may take (checks included)
     end_to_end_max_size: int = 2048  # GPU variants are also timed end to end up to this size
-    other_modes_max_size: int = 1 << 30  # modes other than device run the shapes whose largest side is at most this
+    mode_max_size: dict = field(
+        default_factory=dict
+    )  # a memory mode runs the shapes whose largest side is at most this
 
     @classmethod
     def from_config(cls, timing_cfg: dict, **kw) -> "Plan":
@@ -110,10 +112,10 @@ def run(variant: Variant, binary, plan: Plan, progress: bool = True) -> pd.DataF
 
 def work_list(variant: Variant, plan: Plan) -> list[tuple[str, tuple[int, int, int]]]:
     """(memory mode, shape) pairs in the order they are measured: device memory at every shape, then each other
-    mode at the shapes whose largest side is at most ``other_modes_max_size`` (CPU variants: host memory)."""
+    mode at the shapes whose largest side is at most its ``mode_max_size`` (CPU variants: host memory)."""
     if not variant.on_gpu:
         return [("host", s) for s in plan.shapes]
-    return [(m, s) for m in plan.modes for s in plan.shapes if m == "device" or max(s) <= plan.other_modes_max_size]
+    return [(m, s) for m in plan.modes for s in plan.shapes if max(s) <= plan.mode_max_size.get(m, 1 << 30)]
 
 
 def predicted_s(single_s: float, plan: Plan, cold: bool = False, checks: int = CHECK_LAUNCHES) -> float:

@@ -247,19 +247,33 @@ def session(plan: dict, metrics: list[str], seed: int, results: Path, disabled: 
     return status
 
 
+def _metrics_of(plan: dict, name: str, base: list[str]) -> list[str]:
+    """The metrics a plan item is profiled with: those of its ``metric_sets`` (names into the plan's
+    ``metric_sets``) where the plan gives them, else ``base`` (the step's --metrics)."""
+    item = plan["variants"].get(name, {}) if name != "access_patterns" else plan.get("coalescing") or {}
+    names = item.get("metric_sets")
+    if not names:
+        return list(base)
+    out: list[str] = []
+    for n in names:
+        out += [m for m in plan.get("metric_sets", {}).get(n, []) if m not in out]
+    return out
+
+
 def _profile(plan, variants, todo, want_coal, metrics, seed, results, say) -> dict[str, pd.DataFrame]:
-    from gpumm import coalescing, gpulock
+    from gpumm import gpulock
 
     exe = find_ncu()
     cache = results / "cache" / "profile"
     device = gpulock.device_key()
-    common = {"metrics": metrics, "seed": seed, "gpu": device, "ncu": _ncu_version(exe)}
+    common = {"seed": seed, "gpu": device, "ncu": _ncu_version(exe)}
     keys, out = {}, {}
     for vid in todo:
         item = plan["variants"][vid]
         keys[vid] = cache_key(
             {
                 **common,
+                "metrics": _metrics_of(plan, vid, metrics),
                 "digest": variants[vid].digest(),
                 "binary": _hash_file(item.get("binary")),
                 "sizes": item["sizes"],
@@ -267,7 +281,14 @@ def _profile(plan, variants, todo, want_coal, metrics, seed, results, say) -> di
         )
     if want_coal:
         c = plan["coalescing"]
-        keys["access_patterns"] = cache_key({**common, "cubin": _hash_file(c["cubin"]), "plan": c["plan"]})
+        keys["access_patterns"] = cache_key(
+            {
+                **common,
+                "metrics": _metrics_of(plan, "access_patterns", metrics),
+                "cubin": _hash_file(c["cubin"]),
+                "plan": c["plan"],
+            }
+        )
     fresh = []
     for name, key in keys.items():
         hit = cache / name / key / "profile.csv"
@@ -276,9 +297,24 @@ def _profile(plan, variants, todo, want_coal, metrics, seed, results, say) -> di
         else:
             fresh.append(name)
     say(f"profile: {len(keys) - len(fresh)} reused from {cache}, {len(fresh)} to profile")
-    if not fresh:
-        return out
-    work = results / "raw" / "profile-session"
+    groups: dict[tuple, list[str]] = {}  # one ncu session per list of metrics
+    for name in fresh:
+        groups.setdefault(tuple(_metrics_of(plan, name, metrics)), []).append(name)
+    with gpulock.hold(device, f"gpumm profile ({len(fresh)} items)"):
+        for i, (group_metrics, names) in enumerate(groups.items()):
+            work = results / "raw" / "profile-session" / str(i)
+            out.update(_session(plan, variants, names, list(group_metrics), seed, work, say))
+    for name in fresh:
+        if name in out and (out[name]["status"] == "ok").all():
+            files.write_csv(out[name], cache / name / keys[name] / "profile.csv")
+    return out
+
+
+def _session(plan, variants, fresh, metrics, seed, work, say) -> dict[str, pd.DataFrame]:
+    """One ncu session over the items ``fresh`` (variant ids and 'access_patterns')."""
+    from gpumm import coalescing
+
+    out = {}
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     items = [
@@ -301,15 +337,15 @@ def _profile(plan, variants, todo, want_coal, metrics, seed, results, say) -> di
         entries |= set(coalescing.KERNEL_NAMES.values())
     library = any(not variants[i["variant"]].is_cuda for i in items)
     t0 = time.monotonic()
-    with gpulock.hold(device, f"gpumm profile ({len(fresh)} items)"):
-        rows, reason, log = run_ncu(target, kernel_regex(entries, library), metrics, work)
-    say(f"profile: ncu session of {len(fresh)} items in {time.monotonic() - t0:.1f} s")
+    rows, reason, log = run_ncu(target, kernel_regex(entries, library), metrics, work)
+    say(f"profile: ncu session of {len(fresh)} items, {len(metrics)} metrics, in {time.monotonic() - t0:.1f} s")
     (work / "ncu.log").write_text(log)
     launched = json.loads(launched_file.read_text()) if launched_file.is_file() else []
     per_launch: dict[str, list[dict]] = {}
     for r in rows:
         per_launch.setdefault(r["launch"], []).append(r)
     order = list(per_launch)
+    owners: list = []
     if not reason:
         try:
             owners = assign([per_launch[k][0]["kernel"] for k in order], launched)
@@ -317,14 +353,6 @@ def _profile(plan, variants, todo, want_coal, metrics, seed, results, say) -> di
             reason = f"ncu's launches did not match the target's ({exc})"
     for name in fresh:
         sizes_n = plan["variants"][name]["sizes"] if name != "access_patterns" else [0]
-        if reason:
-            df = (
-                _missing(name, max(sizes_n), reason)
-                if name != "access_patterns"
-                else pd.DataFrame([{"variant": "access_patterns", "status": "missing", "reason": reason}])
-            )
-            out[name] = df
-            continue
         recs = []
         for launch_id, j in zip(order, owners):
             if j is None or launched[j].get("name") != name:
@@ -337,22 +365,14 @@ def _profile(plan, variants, todo, want_coal, metrics, seed, results, say) -> di
                 else:
                     rec.update(M=item["size"], N=item["size"], K=item["size"])
                 recs.append(rec)
-        if not recs:
-            df = (
-                _missing(name, max(sizes_n), "ncu profiled no launch of it")
-                if name != "access_patterns"
-                else (
-                    pd.DataFrame(
-                        [{"variant": "access_patterns", "status": "missing", "reason": "ncu profiled no launch"}]
-                    )
-                )
-            )
+        why = reason or "ncu profiled no launch of it"
+        if recs:
+            out[name] = pd.DataFrame(recs)
+        elif name == "access_patterns":
+            out[name] = pd.DataFrame([{"variant": "access_patterns", "status": "missing", "reason": why}])
         else:
-            df = pd.DataFrame(recs)
-            files.write_csv(df, cache / name / keys[name] / "profile.csv")
-        out[name] = df
-    for name in fresh:
+            out[name] = _missing(name, max(sizes_n), why)
         if name != "access_patterns":
-            (results / "raw" / name).mkdir(parents=True, exist_ok=True)
-            shutil.copy2(work / "ncu.log", results / "raw" / name / "ncu.log")
+            (work.parents[1] / name).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(work / "ncu.log", work.parents[1] / name / "ncu.log")
     return out

@@ -78,9 +78,12 @@ def measure_shapes(wildcards):
 
 def profile_sizes(variant_id):
     """The square sizes a variant is profiled at: from its operation's footprint and the GPU's L2."""
+    cached = gpumm_config.names_in(
+        config["profile"]["cached_variants"], VARIANTS[variant_id]
+    )
     return gpumm_profile.sizes(
         config["profile"]["size"],
-        config["profile"]["cached_size"],
+        config["profile"]["cached_size"] if cached else 0,
         DECISION.l2_bytes,
         gpumm_operations.get(VARIANTS[variant_id].op).footprint,
     )
@@ -106,7 +109,9 @@ if USE_WORKER:
         GPUMM_WORKER_LOG=str(Path.cwd() / "results" / "logs" / "gpu-worker.log"),
     )
 shell.prefix(
-    "set -euo pipefail; export " + " ".join(f'{k}="{v}"' for k, v in _env.items()) + "; "
+    "set -euo pipefail; export "
+    + " ".join(f'{k}="{v}"' for k, v in _env.items())
+    + "; "
 )
 
 
@@ -133,7 +138,10 @@ def finish(success: bool) -> None:
         Path("results/run.json"),
         {
             "mode": MODE,
-            "gpu": {k: gpu_info.get(k) for k in ("name", "uuid", "sm_count", "max_sm_clock_mhz", "driver")},
+            "gpu": {
+                k: gpu_info.get(k)
+                for k in ("name", "uuid", "sm_count", "max_sm_clock_mhz", "driver")
+            },
             "cores": cores,
             "gpu_worker": USE_WORKER,
             "config_digest": gpumm_config.digest(config),

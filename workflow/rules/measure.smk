@@ -65,14 +65,18 @@ rule measure:
         modes=lambda w: ",".join(
             gpumm_config.modes_for(w.variant, config, VARIANTS[w.variant].op)
         ),
-        timing=json.dumps(config["timing"], sort_keys=True),
-        other_max=config["memory_study_max_size"],
+        timing=lambda w: json.dumps(
+            gpumm_config.timing_for(VARIANTS[w.variant], config), sort_keys=True
+        ),
+        mode_max=",".join(
+            f"{m}={n}" for m, n in config["memory_study_max_size"].items()
+        ),
         seed=config["seed"],
         cpu_max=config["verify"]["cpu_reference_max_mnk"],
     shell:
         "python -m gpumm measure --variant {wildcards.variant} {params.binary}"
         " --shapes '{params.shapes}' --modes {params.modes} --timing '{params.timing}'"
-        " --other-modes-max-size {params.other_max} --seed {params.seed}"
+        " --mode-max-size '{params.mode_max}' --seed {params.seed}"
         " --cpu-max-mnk {params.cpu_max} --out-dir results/raw/{wildcards.variant}"
         " 2>&1 | tee {log}"
 
@@ -83,10 +87,13 @@ rule measure:
 PROFILE_PLAN = {
     "variants": {
         v: {
-            "binary": f"results/build/{v}/{VARIANTS[v].binary_name}"
-            if VARIANTS[v].is_cuda
-            else None,
+            "binary": (
+                f"results/build/{v}/{VARIANTS[v].binary_name}"
+                if VARIANTS[v].is_cuda
+                else None
+            ),
             "sizes": profile_sizes(v),
+            "metric_sets": gpumm_config.metric_sets_for(VARIANTS[v], config),
         }
         for v in ALL_IDS
     },
@@ -94,6 +101,7 @@ PROFILE_PLAN = {
         "cubin": "results/build/access_patterns/kernel.cubin",
         "plan": config["coalescing"],
     },
+    "metric_sets": config["profile"]["metric_sets"],
     "marker": "results/build/launch_overhead/kernel.cubin",
 }
 

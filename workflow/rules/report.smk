@@ -49,10 +49,11 @@ rule pages:
         "results/logs/pages.log",
     conda:
         ENV
+    threads: 4  # the pages in up to four kernels side by side (fewer with fewer cores)
     params:
         pages=",".join(PAGE_NAMES),
     shell:
-        "python -m gpumm pages --pages {params.pages} --tables results/tables"
+        "python -m gpumm pages --pages {params.pages} --tables results/tables --jobs {threads}"
         " --notebooks-out results/notebooks --out results/report > {log} 2>&1"
 
 
