@@ -204,7 +204,8 @@ def _pages_side_by_side(a, pages: list[str]) -> int:
     for group in groups:
         cmd = [sys.executable, "-m", "gpumm", "pages", "--pages", ",".join(group), "--tables", a.tables]
         cmd += ["--notebooks-out", a.notebooks_out, "--out", a.out, "--jobs", "1"]
-        procs.append(subprocess.Popen(cmd))
+        env = {k: v for k, v in os.environ.items() if k != RUN_LOG_ENV}  # the step is recorded once, here
+        procs.append(subprocess.Popen(cmd, env=env))
     failed = [",".join(g) for g, p in zip(groups, procs) if p.wait() != 0]
     if failed:
         print(f"gpumm pages: the group of {'; '.join(failed)} failed (see above)", file=sys.stderr)

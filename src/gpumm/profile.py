@@ -33,6 +33,7 @@ which the pages label as such. :func:`regime` names the regime of a size.
 import glob
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -192,7 +193,8 @@ def run_ncu(target: list[str], kfilter: str, metrics: list[str], out_dir: Path) 
         str(report),
         *target,
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    env = {k: v for k, v in os.environ.items() if k != "GPUMM_RUN_LOG"}  # the target is part of this step
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     log = " ".join(cmd) + "\n" + proc.stdout + proc.stderr
     code, rows = proc.returncode, []
     if code == 0 and report.with_suffix(".ncu-rep").is_file():
