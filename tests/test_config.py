@@ -24,7 +24,7 @@ def test_shipped_config_is_valid(cfg):
         (lambda c: c.update(sizes=[-5]), "sizes[0] = -5", "integers 1 to 32768"),
         (lambda c: c.update(sizes=[1.5]), "sizes[0] = 1.5", "integers 1 to 32768"),
         (lambda c: c.update(mode="fast"), 'mode = "fast"', "auto"),
-        (lambda c: c["timing"].update(repeats=0), "timing.repeats = 0", "Timed samples"),
+        (lambda c: c["timing"].update(min_samples=0), "timing.min_samples = 0", "Timed samples"),
         (lambda c: c.update(gpu_arch="hopper"), 'gpu_arch = "hopper"', "sm_XX"),
         (lambda c: c.update(memory_modes=["pinned"]), 'memory_modes[0] = "pinned"', "device"),
         (lambda c: c.update(shapes=[[3, 4]]), "shapes[0]", "[M, N, K]"),
@@ -55,6 +55,6 @@ def test_semantic_errors_name_key_and_allowed(cfg, edit, expected):
 
 def test_digest_changes_with_any_value(cfg):
     other = copy.deepcopy(cfg)
-    other["timing"]["repeats"] += 1
+    other["timing"]["min_samples"] += 1
     assert config.digest(cfg) != config.digest(other)
     assert config.digest(cfg) == config.digest(copy.deepcopy(cfg))

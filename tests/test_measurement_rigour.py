@@ -154,14 +154,13 @@ GPU_COMMANDS = {
     "profile",
     "provenance",
     "coalescing",
-    "profile-coalescing",
     "bandwidth",
     "overhead",
     "hierarchy",
 }
 # steps that never touch the GPU themselves (the *-target steps run under ncu, inside a GPU step)
 CPU_COMMANDS = {"build", "build-micro", "replay", "replay-provenance", "replay-study", "collect", "index", "archive"}
-CPU_COMMANDS |= {"import-profile", "profile-target", "coalescing-target", "pages"}
+CPU_COMMANDS |= {"import-profile", "profile-target", "pages", "worker"}
 
 
 def test_every_step_of_the_command_line_is_classified():
@@ -211,7 +210,7 @@ def test_every_gpu_job_declares_the_gpu_resource(tree):
     assert GPU_COMMANDS <= steps, steps  # the dry run shows every GPU step
     for rule, res, step in jobs:
         assert ("gpu=1" in res) == (step in GPU_COMMANDS), (rule, res)
-    assert "--sizes 1024,4096 " in text  # the profile's sizes: cached and DRAM regime (50 MiB L2)
+    assert '"sizes": [1024, 4096]' in text  # the profile's sizes: cached and DRAM regime (50 MiB L2)
 
 
 @pytest.mark.parametrize("config_file", ["config.yaml", "tools/parallel-check.yaml"])
@@ -237,9 +236,9 @@ def test_every_command_a_measure_run_plans_is_one_the_command_line_accepts(tree,
         except SystemExit:
             pytest.fail(f"the workflow plans a command the command line refuses: python -m gpumm {command}")
         steps.add(args[0])
-    assert {"build", "measure", "profile", "profile-coalescing", "collect", "pages"} <= steps, steps
-    if config_file != "config.yaml":  # profiling disabled: both profile steps are told so
-        assert all("--disabled" in c for c in commands if c.startswith(("profile ", "profile-coalescing ")))
+    assert {"build", "measure", "profile", "coalescing", "collect", "pages"} <= steps, steps
+    if config_file != "config.yaml":  # profiling disabled: the profile step is told so
+        assert all("--disabled" in c for c in commands if c.startswith("profile "))
 
 
 def test_the_default_profile_limits_the_run_to_one_gpu_job():
@@ -296,9 +295,7 @@ def test_profile_summary_derives_the_cited_counters():
 
 def test_coalescing_plan_fills_the_gpu_and_outgrows_the_l2():
     h100 = coalescing.Device(sm_count=132, max_threads_per_sm=2048, l2_bytes=50 << 20, free_bytes=80 << 30)
-    plan = coalescing.Plan(
-        sizes=[1024, 4096], count=1 << 25, strides=[1, 32], offsets=[0, 1], warmups=1, repeats=2, seed=1
-    )
+    plan = coalescing.Plan(sizes=[1024, 4096], count=1 << 25, strides=[1, 32], offsets=[0, 1], seed=1)
     cfgs = coalescing.configurations(plan, h100)
     rc = [c for c in cfgs if c["pattern"] in ("rows", "cols")]
     for c in rc:

@@ -1,5 +1,7 @@
 """Memory studies on the CPU: address arithmetic, mode bookkeeping, claim S1-C2."""
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -14,9 +16,7 @@ def test_strided_addresses():
 
 
 def test_configurations_and_useful_bytes():
-    plan = coalescing.Plan(
-        sizes=[8, 16], count=1024, strides=[1, 2, 32], offsets=[0, 1, 31], warmups=1, repeats=1, seed=0
-    )
+    plan = coalescing.Plan(sizes=[8, 16], count=1024, strides=[1, 2, 32], offsets=[0, 1, 31], seed=0)
     dev = coalescing.Device(sm_count=2, max_threads_per_sm=64, l2_bytes=4096, free_bytes=1 << 30)
     cfgs = coalescing.configurations(plan, dev)
     assert [(c["pattern"], c["regime"]) for c in cfgs[:4]] == [
@@ -123,8 +123,16 @@ def test_disabled_profiling_writes_the_access_patterns_profile_saying_so(tmp_pat
     from gpumm import profile
     from gpumm.cli import main
 
-    plan = '{"sizes": [1024], "count": 1024, "strides": [1], "offsets": [0]}'
-    args = ["profile-coalescing", "--cubin", "absent.cubin", "--plan", plan, "--metrics=", "--disabled"]
-    assert main([*args, "--out-dir", str(tmp_path)]) == 0
-    df = pd.read_csv(tmp_path / "profile.csv")
+    plan = {
+        "variants": {"naive": {"binary": None, "sizes": [1024, 4096]}},
+        "coalescing": {
+            "cubin": "absent.cubin",
+            "plan": {"sizes": [1024], "count": 1024, "strides": [1], "offsets": [0]},
+        },
+    }
+    args = ["profile", "--plan", json.dumps(plan), "--metrics=", "--disabled", "--results", str(tmp_path)]
+    assert main(args) == 0
+    df = pd.read_csv(tmp_path / "raw" / "coalescing" / "profile.csv")
     assert df[["variant", "status", "reason"]].values.tolist() == [["access_patterns", "missing", profile.DISABLED]]
+    naive = pd.read_csv(tmp_path / "raw" / "naive" / "profile.csv")
+    assert naive[["variant", "M", "status", "reason"]].values.tolist() == [["naive", 4096, "missing", profile.DISABLED]]

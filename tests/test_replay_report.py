@@ -196,10 +196,8 @@ def test_profiler_problems_are_one_clear_reason(tmp_path, monkeypatch):
     assert "status 3" in profile.diagnose("==ERROR== boom", 3, [])
     assert profile.diagnose("", 0, [{"metric": "x"}]) == ""
     monkeypatch.setattr(profile, "find_ncu", lambda: None)
-    v = catalog.from_id("naive")
-    df = profile.run(v, None, [64, 128], 1, ["gpu__time_duration.sum"], tmp_path)
-    assert list(df.status) == ["missing"] and "not found" in df.reason.iloc[0]
-    assert (tmp_path / "profile.csv").is_file()
+    rows, reason, log = profile.run_ncu(["true"], "regex:x", ["gpu__time_duration.sum"], tmp_path)
+    assert rows == [] and "not found" in reason
 
 
 def test_unknown_memory_mode_is_refused():

@@ -24,7 +24,7 @@ def snakemake(tree, *args):
         ("variants: {tiled: {TILE: [64]}}", "variants.tiled.TILE: 64 is not allowed"),
         ("variants: {fastest: {}}", "variants.fastest: unknown variant"),
         ("mode: fast", 'mode = "fast"'),
-        ("timing: {repeats: 2.5}", "timing.repeats = 2.5"),
+        ("timing: {min_samples: 2.5}", "timing.min_samples = 2.5"),
     ],
 )
 def test_bad_config_stops_before_any_job(tree, bad, key):
@@ -166,16 +166,16 @@ def test_pages_read_well_in_a_browser_at_1400_px(replayed):
 
 
 @pytest.mark.slow
-def test_the_race_archive_replays_the_ladder_to_cublas(tree, tmp_path):
-    """Issue 11: replaying data/reference/h100-race shows the rungs' rates, FP32-only check, counters and roofline."""
+def test_the_h100_archive_replays_the_ladder_to_cublas(tree, tmp_path):
+    """Issue 11: replaying the H100 archive shows the rungs' rates, FP32-only check, counters and roofline."""
     import shutil
 
     race = tmp_path / "race"
     shutil.copytree(tree, race, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
-    out = snakemake(race, "results/report/ladder.html", "--config", "mode=replay", "replay_from=h100-race")
+    out = snakemake(race, "results/report/ladder.html", "--config", "mode=replay", "replay_from=h100")
     assert out.returncode == 0, out.stderr[-3000:]
     html = (race / "results" / "report" / "ladder.html").read_text()
-    assert "REPLAYED from the archived run data/reference/h100-race" in html
+    assert "REPLAYED from the archived run data/reference/h100" in html
     for text in ["The race to cuBLAS", "Share of cuBLAS (%)", "What each rung moved", "Roofline", "sm80_xmma_gemm"]:
         assert text in html, text
     assert re.search(r"double_buffer</strong> over warptile: .+GFLOP/s ×\d", html)

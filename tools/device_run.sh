@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The reference run, as made on the lent GPU machine (see README "The archived run").
-# Expects .whl/ (from ../shared/device/make-wheels.sh) in the tree and $OUT.
+# Expects .whl/ (from ../shared/device/make-wheels.sh) in the tree and $OUT. The lent machine's copy of the
+# repository may be older than the tree it carries: pass the tree's commit as GPUMM_GIT_COMMIT=<sha> (the
+# provenance records it) when calling this script.
 #   tools/device_run.sh tests [BUDGET_S]     GPU tests (every catalog family, many shapes)
 #   tools/device_run.sh pipeline [BUDGET_S]  the whole pipeline (--cores 1; resumable: a run cut
 #                                            at BUDGET_S goes on at the next call), then again (must

@@ -226,6 +226,7 @@ def cmd_index(a):
         pd.read_csv(t / "profiles.csv"),
         Path(a.out),
         pd.read_csv(paths.STUDIES),
+        pd.read_csv(t / "study_cost.csv"),
     )
 
 

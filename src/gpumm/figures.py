@@ -75,10 +75,21 @@ def regime_note(tables: dict) -> str:
         )
     floor = launch_floor_ms(tables)
     at = f" {floor * 1e3:.2f} µs per launch on this GPU" if floor == floor else " measured on the profiles page"
+    s = tables["samples"]
+    adaptive = "stop" in s and s["stop"].notna().any() and (s["stop"].astype(str) != "").any()
+    t = {"min_samples": 5, "max_noise_pct": 0.5, "max_samples": 20, "timeout_s": 2.0}
+    t.update(((tables.get("source") or {}).get("config") or {}).get("timing") or {})
+    how = (
+        f" Each set takes samples until it is quiet (at least {t['min_samples']}; it stops once its interquartile "
+        f"range is at most {t['max_noise_pct']:g}% of its median, at {t['max_samples']} samples, or after "
+        f"{t['timeout_s']:g} s of sampling: `src/gpumm/sampling.py`); the tables give each set's samples and spread."
+        if adaptive
+        else ""
+    )
     return (
         "**Timing regime:** every kernel time is per launch, from CUDA graphs of back-to-back launches (each "
         f"sample lasts at least 2 ms); the floor of that method, an empty kernel, is{at}. Inputs stay resident "
-        "between launches, so sizes whose matrices fit in the L2 run from the cache."
+        "between launches, so sizes whose matrices fit in the L2 run from the cache." + how
     )
 
 

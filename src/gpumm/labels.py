@@ -28,7 +28,7 @@ LABELS: dict[str, tuple[str, float]] = {
     "q75_ms": ("q75 (ms)", 1),
     "min_ms": ("min (ms)", 1),
     "max_ms": ("max (ms)", 1),
-    "s1m_mean_ms": ("mean of 10 (ms)", 1),
+    "s1m_mean_ms": ("mean of the first ≤ 10 (ms)", 1),
     "iqr_pct": ("IQR (% of median)", 1),
     "samples": ("samples", 1),
     "gflops": ("GFLOP/s", 1),

@@ -46,6 +46,7 @@ TABLE_NAMES = (
     "imported_profiles",
     "imported_summary",
     "compare",
+    "study_cost",
 )
 
 # Relative to the working directory of a run (the Snakemake workdir).

@@ -30,17 +30,50 @@ def available(root: Path = paths.REFERENCE) -> list[Path]:
     return sorted(found, key=lambda p: (provenance(p).get("date", ""), p.name))
 
 
+def complete(archive: Path) -> bool:
+    """Whether an archive holds a whole run: its run.json (written when the workflow finished) says no step
+    failed."""
+    try:
+        record = json.loads((archive / "run.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return record.get("failed_steps") == 0
+
+
 def choose(name: str, root: Path = paths.REFERENCE) -> Path:
-    """The archive to replay: ``name``, or the newest one when name is auto."""
+    """The archive to replay: ``name``, or, when name is auto, the newest complete one (else the newest)."""
     found = available(root)
     if not found:
         raise ArchiveError(f"no archived run under {root}: replay needs one (run the pipeline on a GPU first)")
     if name == "auto":
-        return found[-1]
+        whole = [p for p in found if complete(p)]
+        return (whole or found)[-1]
     for p in found:
         if p.name == name:
             return p
     raise ArchiveError(f"replay_from = {name!r}: no such archive; allowed: auto, {', '.join(p.name for p in found)}")
+
+
+COST_COLUMNS = ["archive", "gpu", "date", "wall_s", "gpu_busy_s", "gpu_busy_share", "steps", "cores", "gpu_worker"]
+
+
+def costs(root: Path = paths.REFERENCE) -> list[dict]:
+    """What the whole study cost on each archived run that kept its run.json (gpumm.runrecord), oldest first."""
+    rows = []
+    for p in available(root):
+        try:
+            r = json.loads((p / "run.json").read_text())
+        except (OSError, ValueError):
+            continue
+        rows.append(
+            {
+                "archive": p.name,
+                "gpu": (r.get("gpu") or {}).get("name"),
+                "date": provenance(p).get("date", "")[:10],
+                **{k: r.get(k) for k in COST_COLUMNS[3:]},
+            }
+        )
+    return rows
 
 
 def slug(gpu_name: str) -> str:

@@ -49,9 +49,39 @@ def _esc(df: pd.DataFrame) -> pd.DataFrame:
     return df.map(lambda v: html.escape(v) if isinstance(v, str) else v)
 
 
-def index(source: dict, variants: pd.DataFrame, profiles: pd.DataFrame, out: Path, studies: pd.DataFrame) -> None:
-    """Write results/report/index.html: data source, the settings a replay did not use, pages, studies,
-    variants, profiles, provenance."""
+def study_cost(costs: pd.DataFrame | None) -> str:
+    """The index's section on what the whole study costs on each archived GPU (their run.json)."""
+    if costs is None or costs.empty:
+        return "<p>No archived run records what it cost (run.json).</p>"
+    rows = costs.assign(
+        gpu_busy_share=[f"{x:.0%}" if x == x else "" for x in pd.to_numeric(costs.gpu_busy_share, errors="coerce")]
+    ).rename(
+        columns={
+            "wall_s": "wall time (s, first step to the report)",
+            "gpu_busy_s": "GPU busy (s)",
+            "gpu_busy_share": "GPU busy (share of wall time)",
+            "steps": "steps",
+            "cores": "cores",
+            "gpu_worker": "GPU worker",
+        }
+    )
+    return (
+        "<p>The whole default study, <code>snakemake --cores all</code> from a tree with nothing built to this "
+        "report, as each archived run recorded it (<code>run.json</code>, written by "
+        "<code>src/gpumm/runrecord.py</code>):</p>" + rows.to_html(index=False, border=0, classes="t")
+    )
+
+
+def index(
+    source: dict,
+    variants: pd.DataFrame,
+    profiles: pd.DataFrame,
+    out: Path,
+    studies: pd.DataFrame,
+    costs: pd.DataFrame | None = None,
+) -> None:
+    """Write results/report/index.html: data source, the settings a replay did not use, pages, what the study
+    costs, studies, variants, profiles, provenance."""
     gpu = source.get("gpu", {})
     ds = source.get("data_source", {})
     links = "\n".join(
@@ -115,6 +145,8 @@ under the ID of the artefact it reproduces (the study list below), beside the so
 <ul>
 {links}
 </ul>
+<h2>What the study costs</h2>
+{study_cost(costs)}
 <h2>The studies</h2>
 <p>Every artefact of the four sources and the design card, with its ID and the page that shows it.</p>
 {_table(st, ("id", "page"))}

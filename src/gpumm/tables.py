@@ -62,8 +62,8 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
             "q75_ms": ms.quantile(0.75),
             "min_ms": ms.min(),
             "max_ms": ms.max(),
-            # seed 001's method (S1-M): the mean of the first 10 timed runs, which follow 3 warm-ups here too
-            "s1m_mean_ms": ok.groupby("set").head(10).groupby("set")["ms"].mean().where(ms.size() >= 10),
+            # seed 001's method (S1-M): the mean of the first 10 timed runs (of all, where a set stopped sooner)
+            "s1m_mean_ms": ok.groupby("set").head(10).groupby("set")["ms"].mean(),
         }
     ).reindex(first.index)
     has_ok = stats["samples"].notna()
@@ -153,6 +153,7 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
     if prov.get("data_source", {}).get("mode") == "measure":
         runs = {"this run": results, **runs}
     tables["compare"] = compare.table(runs)
+    tables["study_cost"] = pd.DataFrame(reference.costs(), columns=reference.COST_COLUMNS)
     missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
     if missing:
         raise RuntimeError(f"collect: tables not made: {sorted(missing)}")

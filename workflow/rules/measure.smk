@@ -101,7 +101,7 @@ PROFILE_PLAN = {
         "cubin": "results/build/access_patterns/kernel.cubin",
         "plan": config["coalescing"],
     },
-    "metric_sets": config["profile"]["metric_sets"],
+    "metric_sets": config["profile"].get("metric_sets", {}),
     "marker": "results/build/launch_overhead/kernel.cubin",
 }
 
