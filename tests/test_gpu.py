@@ -220,16 +220,21 @@ def test_batched_timing_captures_kernels_and_cublas_in_graphs(launchers):
         assert "cublasSgemm" in launchers["cublas"].bind(A, B, C).library
 
 
-def test_clocks_are_recorded_during_a_measurement(launchers):
-    plan = measure.Plan(
-        shapes=[(512, 512, 512)],
+def _fixed(shapes, samples: int, cpu_max_mnk: int) -> measure.Plan:
+    """A device-memory plan of one warm-up and a fixed count of samples per set."""
+    return measure.Plan(
+        shapes=shapes,
         modes=["device"],
         warmup=timing.Warmup(1),
-        rule=sampling.fixed(3),
+        rule=sampling.fixed(samples),
         budget_s=30,
         seed=3,
-        cpu_max_mnk=1 << 30,
+        cpu_max_mnk=cpu_max_mnk,
     )
+
+
+def test_clocks_are_recorded_during_a_measurement(launchers):
+    plan = _fixed([(512, 512, 512)], 3, 1 << 30)
     df = measure.run(launchers["naive"].variant, launchers["naive"].binary, plan, progress=False)
     k = df[df.timed == "kernel"]
     assert k.sm_clock_mhz.notna().all() and (k.sm_clock_mhz > 100).all() and k.throttled.notna().all()
@@ -283,15 +288,7 @@ def test_coalescing_patterns_verify_and_time(tmp_path, arch):
 
 
 def test_measure_records_samples_failures_and_skips(launchers):
-    plan = measure.Plan(
-        shapes=[(64, 64, 64), (333, 517, 129)],
-        modes=["device"],
-        warmup=timing.Warmup(1),
-        rule=sampling.fixed(5),
-        budget_s=30,
-        seed=3,
-        cpu_max_mnk=1 << 27,
-    )
+    plan = _fixed([(64, 64, 64), (333, 517, 129)], 5, 1 << 27)
     df = measure.run(launchers["tiled_tile16"].variant, launchers["tiled_tile16"].binary, plan, progress=False)
     assert (df.status == "ok").all() and len(df) == 20  # kernel and end-to-end samples
     assert df.verified.all() and (df.gflops > 0).all()

@@ -71,6 +71,23 @@ def test_replay_renders_every_page_naming_its_source(replayed):
     print(f"replay report built in {seconds:.0f} s")
 
 
+def test_the_default_replay_is_a_complete_archive_of_todays_code(replayed):
+    """Issue 16: the report a reader opens replays a complete archive of the current methods: no variant is
+    stale or missing, no page says a study is not in this run, and the index says what the study cost."""
+    import pandas as pd
+
+    tree, _ = replayed
+    variants = pd.read_csv(tree / "results" / "tables" / "variants.csv")
+    assert (variants.origin == "replayed").all() and not variants.stale.astype(bool).any(), variants[
+        variants.stale.astype(bool) | (variants.origin != "replayed")
+    ].variant.tolist()
+    for page in [p["notebook"] for p in PAGES]:
+        html = (tree / "results" / "report" / f"{page}.html").read_text()
+        assert "not in this run" not in html, page
+    index = (tree / "results" / "report" / "index.html").read_text()
+    assert "What the study costs" in index and "NVIDIA H100 80GB HBM3" in index and "NVIDIA H200" in index
+
+
 @pytest.mark.slow
 def test_every_study_tag_of_a_variant_is_on_that_studys_page(replayed):
     """A variant tagged with an ID appears on the page that shows the ID (in its figure, table or text)."""

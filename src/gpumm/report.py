@@ -53,14 +53,18 @@ def study_cost(costs: pd.DataFrame | None) -> str:
     """The index's section on what the whole study costs on each archived GPU (their run.json)."""
     if costs is None or costs.empty:
         return "<p>No archived run records what it cost (run.json).</p>"
-    rows = costs.assign(
-        gpu_busy_share=[f"{x:.0%}" if x == x else "" for x in pd.to_numeric(costs.gpu_busy_share, errors="coerce")]
-    ).rename(
+    rows = costs.drop(columns=["steps"], errors="ignore").assign(
+        gpu_busy_share=[f"{x:.0%}" if x == x else "" for x in pd.to_numeric(costs.gpu_busy_share, errors="coerce")],
+        gpu_worker=["yes" if str(w) == "True" else "no" for w in costs.gpu_worker],
+    )
+    rows = _esc(rows).rename(
         columns={
+            "archive": "archive",
+            "gpu": "GPU",
+            "date": "date",
             "wall_s": "wall time (s, first step to the report)",
             "gpu_busy_s": "GPU busy (s)",
             "gpu_busy_share": "GPU busy (share of wall time)",
-            "steps": "steps",
             "cores": "cores",
             "gpu_worker": "GPU worker",
         }
