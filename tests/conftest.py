@@ -4,7 +4,8 @@ import subprocess
 
 import pytest
 
-from gpumm import gpu, paths
+from gpumm.run import gpu
+from gpumm.setup import paths
 
 
 @functools.cache

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from conftest import HOPPER
-from gpumm import analysis, loops
+from gpumm.analyse import hardware, rates, ratios, seed000
+from gpumm.build import loops
 
 FIX = Path(__file__).parent / "fixtures"
 H100 = HOPPER
@@ -57,15 +58,15 @@ def test_no_fma_loop_and_unknown_entry_are_errors():
 def test_seed_000s_estimate_is_reproduced_with_g80_figures():
     # G80: 128 scalar processors at 1.35 GHz; here as one 'SM' of 128 lanes
     g80 = {"compute_capability": "9.0", "sm_count": 1, "sm_clock_khz": 1350000}
-    est = analysis.ptx_estimate(fma=16, instructions=63, global_loads=2, gpu=g80)
+    est = seed000.ptx_estimate(fma=16, instructions=63, global_loads=2, gpu=g80)
     assert est["peak_gflops"] == pytest.approx(345.6)
     assert est["potential_gflops"] == pytest.approx(87.77, abs=0.01)  # seed 000 Section 3.7
     assert est["required_gbs"] == pytest.approx(21.94, abs=0.01)
 
 
 def test_peak_of_an_h100():
-    assert analysis.fp32_peak(H100) == pytest.approx(66.9e12, rel=1e-3)
-    assert math.isnan(analysis.fp32_peak({"compute_capability": "1.0", "sm_count": 16, "sm_clock_khz": 1}))
+    assert hardware.fp32_peak(H100) == pytest.approx(66.9e12, rel=1e-3)
+    assert math.isnan(hardware.fp32_peak({"compute_capability": "1.0", "sm_count": 16, "sm_clock_khz": 1}))
 
 
 @pytest.mark.parametrize(
@@ -79,13 +80,13 @@ def test_peak_of_an_h100():
     ],
 )
 def test_occupancy(threads, regs, smem, blocks, occ, limiter):
-    got = analysis.occupancy(threads, regs, smem, H100)
+    got = seed000.occupancy(threads, regs, smem, H100)
     assert (got["blocks_per_sm"], got["occupancy"], got["limited_by"]) == (blocks, occ, limiter)
 
 
 def test_cgma():
-    assert analysis.cgma(1, 2) == 1.0  # naive: a multiply-add per two loads
-    assert analysis.cgma(16, 2) == 16.0
+    assert ratios.cgma(1, 2) == 1.0  # naive: a multiply-add per two loads
+    assert ratios.cgma(16, 2) == 16.0
 
 
 def summary(rows):
@@ -115,13 +116,13 @@ def test_ladder_and_claim():
         {"family": "unrolled", "rung_below": "tiled"},
         {"family": "cublas", "rung_below": "unrolled"},
     ]
-    lad = analysis.ladder(s, fams, 4096).set_index("family")
+    lad = rates.ladder(s, fams, 4096).set_index("family")
     assert lad.loc["tiled", "best_variant"] == "tiled_tile16"
     assert lad.loc["tiled", "gain_over_rung_below"] == pytest.approx(3.0)
     assert lad.loc["unrolled", "share_of_cublas"] == pytest.approx(0.5)
     assert math.isnan(lad.loc["naive", "gain_over_rung_below"])
-    c = analysis.claim_s1_c1(s)
+    c = rates.claim_s1_c1(s)
     assert c["size"] == 8192  # the largest size all three were measured at
     assert c["speedup_over_naive"] == pytest.approx(20.0) and c["over_15x"] is True
     assert c["share_of_cublas"] == pytest.approx(0.6) and c["about_half_of_cublas"] is True
-    assert analysis.claim_s1_c1(s[s.family != "naive"])["over_15x"] is None
+    assert rates.claim_s1_c1(s[s.family != "naive"])["over_15x"] is None

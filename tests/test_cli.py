@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gpumm import paths
 from gpumm.cli import parser
+from gpumm.setup import paths
 
 README = (paths.ROOT / "README.md").read_text()
 

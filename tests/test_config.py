@@ -3,7 +3,7 @@ import copy
 import pytest
 import yaml
 
-from gpumm import config, paths
+from gpumm.setup import config, paths
 
 
 @pytest.fixture

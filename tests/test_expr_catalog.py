@@ -1,6 +1,6 @@
 import pytest
 
-from gpumm import catalog, expr
+from gpumm.setup import catalog, expr
 
 
 def test_expressions_evaluate_with_ceiling_division():
@@ -88,7 +88,7 @@ def test_the_steps_of_a_checked_catalog_do_not_check_it_again(tmp_path, monkeypa
     import subprocess
     import sys
 
-    from gpumm import paths
+    from gpumm.setup import paths
 
     catalog.load()
     fingerprint = os.environ[catalog.CHECKED_ENV]

@@ -8,8 +8,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gpumm import build, catalog, loops, measure, memory, sampling, timing, verify
-from gpumm.launch import Launcher
+from gpumm.build import loops
+from gpumm.build import nvcc as build
+from gpumm.run import measure, memory, sampling, timing, verify
+from gpumm.run.launch import Launcher
+from gpumm.setup import catalog
 
 pytestmark = pytest.mark.gpu
 
@@ -142,7 +145,7 @@ SIX = ["naive", "tiled_tile16", "no_bank_conflict_tile16", "outer_product", "unr
 @pytest.mark.parametrize("vid", [v.id for v in MOVERS])
 def test_transposes_and_copy_are_exact(launchers, vid, shape):
     """Bit for bit, output poisoned first, at every listed shape (odd, tall, wide)."""
-    from gpumm import operations
+    from gpumm.run import operations
 
     v = launchers[vid].variant
     checked = operations.get(v.op).check(launchers[vid], memory.get("device"), 11, 0, (*shape, 1))
@@ -150,7 +153,7 @@ def test_transposes_and_copy_are_exact(launchers, vid, shape):
 
 
 def test_memory_hierarchy_chase_and_reads_verify(tmp_path, arch):
-    from gpumm import hierarchy
+    from gpumm.run import hierarchy
 
     m = catalog.microbenchmarks()["memory_hierarchy"]
     build.build_file(catalog.paths.KERNELS / m["file"], m["entries"], arch, tmp_path)
@@ -242,7 +245,7 @@ def test_clocks_are_recorded_during_a_measurement(launchers):
 
 
 def test_overhead_floor_is_measured(tmp_path, arch):
-    from gpumm import overhead
+    from gpumm.run import overhead
 
     m = catalog.microbenchmarks()["launch_overhead"]
     build.build_file(catalog.paths.KERNELS / m["file"], m["entries"], arch, tmp_path)
@@ -253,7 +256,7 @@ def test_overhead_floor_is_measured(tmp_path, arch):
 
 
 def test_coalescing_patterns_verify_and_time(tmp_path, arch):
-    from gpumm import bandwidth, coalescing
+    from gpumm.run import bandwidth, coalescing
 
     m = catalog.microbenchmarks()["access_patterns"]
     build.build_file(catalog.paths.KERNELS / m["file"], m["entries"], arch, tmp_path)
@@ -331,7 +334,7 @@ def test_the_gpu_lock_keeps_a_second_timing_off_the_gpu(launchers, tmp_path):
     import subprocess
     import sys
 
-    from gpumm import gpulock
+    from gpumm.run import gpulock
 
     lock_dir = tmp_path / "locks"
     env = {**os.environ, "GPUMM_LOCK_DIR": str(lock_dir), "GPUMM_GPU_WAIT_S": "2"}

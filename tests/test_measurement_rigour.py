@@ -11,7 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpumm import analysis, catalog, clocks, coalescing, config, gpu, paths, profile, replay, timing, verify
+from gpumm.analyse import access_patterns, counters, floor, rates
+from gpumm.archive import replay
+from gpumm.profile import session as profile
+from gpumm.run import clocks, coalescing, gpu, timing, verify
+from gpumm.setup import catalog, config, paths
 
 # ---------------------------------------------------------------- verification
 
@@ -283,7 +287,7 @@ def test_profile_summary_derives_the_cited_counters():
                     "status": "ok",
                 }
             )
-    s = analysis.profile_summary(pd.DataFrame(rows), 50 << 20).set_index("size")
+    s = counters.profile_summary(pd.DataFrame(rows), 50 << 20).set_index("size")
     assert s.loc[1024, "regime"] == "cached" and s.loc[4096, "regime"] == "dram"
     assert s.loc[4096, "dram_over_minimum"] == pytest.approx((3.0e9 + 4 * 4096**2) / (12 * 4096**2))
     assert s.loc[4096, "flop_per_dram_byte"] == pytest.approx(2 * 4096**3 / (3.0e9 + 4 * 4096**2))
@@ -319,7 +323,7 @@ def test_rows_over_cols_is_per_matrix_and_per_regime():
             {"pattern": "cols", "regime": "l2", "n": 1024, "ms_per_matrix": 0.1, "status": "ok"},
         ]
     )
-    r = analysis.rows_over_cols(s).set_index("regime")
+    r = access_patterns.rows_over_cols(s).set_index("regime")
     assert r.loc["dram", "ratio"] == pytest.approx(6) and r.loc["l2", "ratio"] == pytest.approx(2)
 
 
@@ -334,9 +338,9 @@ def test_overhead_summary_and_floor():
             for i in range(5)
         ]
     )
-    o = analysis.overhead_summary(s)
+    o = floor.overhead_summary(s)
     assert list(o.method) == ["single", "graph"]
-    assert analysis.launch_floor_ms(o) == pytest.approx(0.0008 * 1.02)
+    assert floor.launch_floor_ms(o) == pytest.approx(0.0008 * 1.02)
 
 
 def test_cpu_crossover_is_the_size_from_which_the_gpu_always_wins():
@@ -364,7 +368,7 @@ def test_cpu_crossover_is_the_size_from_which_the_gpu_always_wins():
                 "median_ms": c,
             },
         ]
-    x = analysis.cpu_crossover(pd.DataFrame(rows), ["cublas"], ["cpu_serial"])
+    x = rates.cpu_crossover(pd.DataFrame(rows), ["cublas"], ["cpu_serial"])
     assert x.gpu_faster_from.tolist() == [256] and x.sizes_compared.tolist() == ["16–1024"]
 
 
@@ -437,9 +441,9 @@ def test_device_tables_never_mix_in_other_memory_modes():
             }
         )
     s = pd.DataFrame(rows)
-    best = analysis.best_per_family(s, 4096)
+    best = rates.best_per_family(s, 4096)
     assert best.loc["cublas", "gflops"] == pytest.approx(10_000)  # device, not zero-copy's 100,000
-    lad = analysis.ladder(
+    lad = rates.ladder(
         s,
         [
             {"family": "naive"},
@@ -449,9 +453,9 @@ def test_device_tables_never_mix_in_other_memory_modes():
         4096,
     ).set_index("family")
     assert lad.loc["unrolled", "share_of_cublas"] == pytest.approx(0.3)
-    c = analysis.claim_s1_c1(s)
+    c = rates.claim_s1_c1(s)
     assert c["size"] == 4096 and c["speedup_over_naive"] == pytest.approx(3.0)
-    x = analysis.cpu_crossover(s, ["cublas"], ["cpu_serial"])
+    x = rates.cpu_crossover(s, ["cublas"], ["cpu_serial"])
     assert x.gpu_faster_from.isna().all()  # device end to end (1 ms) never beats the CPU's 0.5 ms
 
 

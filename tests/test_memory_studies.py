@@ -5,7 +5,9 @@ import json
 import pandas as pd
 import pytest
 
-from gpumm import analysis, coalescing, config, memory
+from gpumm.analyse import access_patterns, memory_modes
+from gpumm.run import coalescing, memory
+from gpumm.setup import config
 
 
 def test_strided_addresses():
@@ -82,7 +84,7 @@ def test_claim_s1_c2_parts():
         spec += [("cublas", "zero_copy", "kernel", n, 40 * d), ("unrolled", "zero_copy", "kernel", n, 20 * d)]
         spec += [("cublas", "managed", "warm", n, 1.05 * d), ("cublas", "managed", "cold", n, 3 * d)]
     res = pd.DataFrame({"variant": ["cublas", "unrolled"], "smem_bytes": [0, 1024]})
-    c = analysis.claim_s1_c2(summary_rows(spec), res)
+    c = memory_modes.claim_s1_c2(summary_rows(spec), res)
     a = c[c.part == "a"].set_index("claim").supported
     assert a["UVA over 30x slower than manual: cublas"] == True  # noqa: E712 (40x)
     assert a["UVA over 50x slower than manual: unrolled"] == False  # noqa: E712 (20x)
@@ -102,7 +104,7 @@ def test_coalescing_summary_and_sectors():
             dict(common, pattern="rows", n=8, stride=0, status="failed", reason="NaN in the output"),
         ]
     )
-    out = analysis.coalescing_summary(s, copy_gbs=200.0, l2_bytes=4096).set_index(["pattern", "stride"])
+    out = access_patterns.coalescing_summary(s, copy_gbs=200.0, l2_bytes=4096).set_index(["pattern", "stride"])
     assert out.loc[("strided", 1), "working_set_over_l2"] == 4
     assert out.loc[("strided", 32), "share_of_copy_kernel"] == pytest.approx(0.125)
     assert out.loc[("strided", 1), "share_of_device_copy"] == pytest.approx(0.5)
@@ -116,12 +118,12 @@ def test_coalescing_summary_and_sectors():
             )
         ]
     )
-    assert analysis.sectors_per_request(prof).sectors_per_request.iloc[0] == 32.0
+    assert access_patterns.sectors_per_request(prof).sectors_per_request.iloc[0] == 32.0
 
 
 def test_disabled_profiling_writes_the_access_patterns_profile_saying_so(tmp_path):
-    from gpumm import profile
     from gpumm.cli import main
+    from gpumm.profile import session as profile
 
     plan = {
         "variants": {"naive": {"binary": None, "sizes": [1024, 4096]}},

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gpumm import nvprof, paths
+from gpumm.profile import nvprof
+from gpumm.setup import paths
 
 FIX = Path(__file__).parent / "fixtures" / "nvprof"
 

@@ -4,7 +4,7 @@ stops the run, naming itself, and leaves no output of its own."""
 import nbformat
 import pytest
 
-from gpumm import execute
+from gpumm.report import execute
 
 
 def _page(path, *sources):

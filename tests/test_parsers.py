@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from gpumm import ncu, ptxas
+from gpumm.build import ptxas
+from gpumm.profile import ncu
 
 FIX = Path(__file__).parent / "fixtures"
 

@@ -9,7 +9,9 @@ import tomllib
 import pytest
 import yaml
 
-from gpumm import build, catalog, loops, paths
+from gpumm.build import loops
+from gpumm.build import nvcc as build
+from gpumm.setup import catalog, paths
 
 ROOT = paths.ROOT
 
@@ -91,8 +93,8 @@ def test_register_caps_bite_where_the_page_says():
 def test_the_cpu_baseline_builds_and_multiplies(tmp_path):
     import numpy as np
 
-    from gpumm import measure
-    from gpumm.launch import Launcher
+    from gpumm.run import measure
+    from gpumm.run.launch import Launcher
 
     v = catalog.from_id("cpu_serial")
     build.build_host(v, tmp_path)

@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from gpumm import build, loops
+from gpumm.build import loops
+from gpumm.build import nvcc as build
 
 WMMA = r"""
 #include <mma.h>

@@ -8,7 +8,12 @@ import pandas as pd
 import pytest
 
 from conftest import HOPPER
-from gpumm import catalog, gpu, measure, memory, profile, reference, replay, report, tables
+from gpumm.analyse import tables
+from gpumm.archive import reference, replay
+from gpumm.profile import session as profile
+from gpumm.report import index as report
+from gpumm.run import gpu, measure, memory
+from gpumm.setup import catalog
 
 
 def fake_probe(ok, name="NVIDIA H100 80GB HBM3", arch="sm_90"):

@@ -5,14 +5,14 @@ import math
 import pandas as pd
 import pytest
 
-from gpumm import analysis, roofline
+from gpumm.analyse import hardware, rates, roofline
 
 H100 = {"compute_capability": "9.0", "sm_count": 132, "sm_clock_khz": 1_980_000}
 
 
 def test_fp32_peak_of_an_h100_is_sms_times_lanes_times_two_times_clock():
     # 132 SMs x 128 FP32 lanes x 2 flops x 1.98e9 Hz = 66,908.16 GFLOP/s
-    assert analysis.fp32_peak(H100) == pytest.approx(66_908.16e9)
+    assert hardware.fp32_peak(H100) == pytest.approx(66_908.16e9)
 
 
 def test_attainable_is_the_lower_roof():
@@ -69,7 +69,7 @@ def test_ladder_gives_share_of_cublas_and_gain_over_the_rung_below():
         {"family": "double_buffer", "rung_below": "warptile"},
         {"family": "cublas", "rung_below": "double_buffer"},
     ]
-    t = analysis.ladder(summary, fams, 4096).set_index("family")
+    t = rates.ladder(summary, fams, 4096).set_index("family")
     assert t.loc["double_buffer", "share_of_cublas"] == pytest.approx(0.9)
     assert t.loc["double_buffer", "gain_over_rung_below"] == pytest.approx(1.25)
     assert t.loc["warptile", "gain_over_rung_below"] == pytest.approx(7.2)
@@ -83,7 +83,7 @@ def _profile_rows(variant, n, **metrics):
 
 
 def test_rung_counters_and_the_sentence_naming_what_moved():
-    from gpumm import race
+    from gpumm.analyse import race
 
     n = 100  # 2e6 flops: 1e6 FFMAs by threads, 31,250 FFMA instructions by warps
     common = {"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 1e6, "launch__registers_per_thread": 64}
@@ -135,7 +135,7 @@ def test_rung_counters_and_the_sentence_naming_what_moved():
 
 
 def test_tables_show_booleans_as_yes_no_and_numbers_as_numbers():
-    from gpumm import labels
+    from gpumm.report import labels
 
     df = pd.DataFrame({"throttled": [True, False], "batch": [1, 0], "flag": ["True", "False"], "x": [0, 2048]})
     shown = labels.for_reader(df)
@@ -163,7 +163,7 @@ def _archive(root, name, gpu_name, mem_khz, ms_naive, d2d_gbs):
 
 
 def test_the_comparison_reads_each_archive_and_sets_differences_beside_the_hardware(tmp_path):
-    from gpumm import compare
+    from gpumm.analyse import compare
 
     # a: 2 x 2.5e6 kHz x 5120 bits / 8 = 3,200 GB/s; b: memory clock 1.5x, so 4,800 GB/s
     a = _archive(tmp_path, "a", "GPU A", 2_500_000, [27.48779069, 27.48779069], 3000.0)
@@ -185,7 +185,7 @@ def test_the_comparison_reads_each_archive_and_sets_differences_beside_the_hardw
 def test_the_comparison_keeps_a_run_that_has_no_rates(tmp_path):
     """A measured subset without 4096³ (here: 'this run') has no rates; its column stays, empty, so that the page
     can still set the archives beside it (the pivot once dropped it and the page failed)."""
-    from gpumm import compare
+    from gpumm.analyse import compare
 
     a = _archive(tmp_path, "a", "GPU A", 2_500_000, [27.48779069], 3000.0)
     t = compare.table({"this run": tmp_path / "none", "a": a})

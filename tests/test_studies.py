@@ -4,7 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpumm import analysis, catalog, hierarchy, operations, verify
+from gpumm.analyse import memory_levels, ratios, transposes
+from gpumm.run import hierarchy, operations, verify
+from gpumm.setup import catalog
 
 # ---------------------------------------------------------------- the transposes
 
@@ -63,7 +65,7 @@ def _tr_summary():
     variants = pd.DataFrame(
         {"variant": ["transpose_copy", "transpose_naive", "transpose_padded"], "op": ["copy", "transpose", "transpose"]}
     )
-    return analysis.transpose_summary(pd.DataFrame(rows), variants, device_copy_gbs=3200.0)
+    return transposes.transpose_summary(pd.DataFrame(rows), variants, device_copy_gbs=3200.0)
 
 
 def test_transpose_shares_and_speedup_by_hand():
@@ -76,11 +78,11 @@ def test_transpose_shares_and_speedup_by_hand():
 
 
 def test_the_transpose_goal_reads_the_lowest_share_at_8192_and_above():
-    g = analysis.transpose_goal(_tr_summary())
+    g = transposes.transpose_goal(_tr_summary())
     assert g["best"] == "transpose_padded" and g["sizes"] == [8192, 16384]
     assert g["of_copy_kernel"] == pytest.approx(2684.354560 / 3000)  # 89.5%: under 95%
     assert g["met"] is False
-    assert analysis.transpose_goal(_tr_summary().iloc[0:0]) == {"measured": False}
+    assert transposes.transpose_goal(_tr_summary().iloc[0:0]) == {"measured": False}
 
 
 # ---------------------------------------------------------------- S3-MEM
@@ -96,11 +98,11 @@ def test_device_memory_table_puts_the_run_beside_the_lecture():
         "memory_bytes": 85 * 2**30,
         "l2_bytes": 50 * 2**20,
     }
-    t = analysis.device_memory_table(pub, gpu).set_index("quantity")
+    t = memory_levels.device_memory_table(pub, gpu).set_index("quantity")
     assert t.loc["L2 cache", "Tesla P100"] == 4194304 and np.isnan(t.loc["L2 cache", "GeForce 9400M"])
     assert t.loc["global memory", "NVIDIA H100 80GB HBM3"] == 85 * 1024  # MB, the lecture's unit
     assert t.loc["32-bit registers per block", "GeForce 9400M"] == 8192
-    missing = analysis.device_memory_table(pub, {"name": "old", "l2_bytes": 1}).set_index("quantity")
+    missing = memory_levels.device_memory_table(pub, {"name": "old", "l2_bytes": 1}).set_index("quantity")
     assert np.isnan(missing.loc["constant memory", "old"])  # not recorded: empty, never typed
 
 
@@ -111,7 +113,7 @@ def test_latency_plateaus_by_hand():
     kib = 1024
     sizes = [4 * kib * 2**i for i in range(14)]  # 4 KiB .. 32 MiB
     lat = [20, 21, 20, 21, 22, 60, 200, 205, 210, 208, 300, 600, 610, 605]
-    p = analysis.latency_plateaus(sizes, lat).set_index("level")
+    p = memory_levels.latency_plateaus(sizes, lat).set_index("level")
     assert list(p.index) == ["L1", "L2", "DRAM"]
     assert p.loc["L1", "from_bytes"] == 4 * kib and p.loc["L1", "to_bytes"] == 64 * kib and p.loc["L1", "latency"] == 21
     assert p.loc["L2", "points"] == 4 and p.loc["L2", "latency"] == pytest.approx(206.5)
@@ -164,7 +166,7 @@ def test_cgma_model_loop_and_measured_by_hand():
             {"variant": "tiled_tile16", "size": n, "regime": "dram", "dram_bytes": 4 * 12 * n * n},
         ]
     )
-    c = analysis.cgma_table(estimate, ps, pd.DataFrame(prof)).set_index("variant")
+    c = ratios.cgma_table(estimate, ps, pd.DataFrame(prof)).set_index("variant")
     assert c.loc["naive", "model"] == 1 and c.loc["tiled_tile16", "model"] == 16
     assert c.loc["naive", "measured_per_access"] == pytest.approx(1.0)  # 2n³ flops over 2n³ accesses
     assert c.loc["tiled_tile16", "measured_per_access"] == pytest.approx(16.0)
@@ -172,4 +174,4 @@ def test_cgma_model_loop_and_measured_by_hand():
     assert c.loc["naive", "measured_per_dram_access"] == pytest.approx(n / 60)
     gpu = {"compute_capability": "9.0", "sm_count": 132, "sm_clock_khz": 1980000}
     # 66.9 TFLOP/s over 4 TB/s / 4 bytes = 66.9 flops per access
-    assert analysis.cgma_to_peak(gpu, 4000.0) == pytest.approx(132 * 128 * 2 * 1.98e9 / 1e12)
+    assert ratios.cgma_to_peak(gpu, 4000.0) == pytest.approx(132 * 128 * 2 * 1.98e9 / 1e12)

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gpumm import catalog, config, gpulock, measure, profile, runrecord, sampling, timing, worker
+from gpumm.archive import runrecord
+from gpumm.profile import session as profile
+from gpumm.run import gpulock, measure, sampling, timing, worker
+from gpumm.setup import catalog, config
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from gpumm import measure, verify
+from gpumm.run import measure, verify
 
 
 def product(seed, M, N, K):

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from gpumm import reference
-from gpumm.pages import PAGES
+from gpumm.archive import reference
+from gpumm.report.pages import PAGES
 
 
 def snakemake(tree, *args):
@@ -93,7 +93,8 @@ def test_every_study_tag_of_a_variant_is_on_that_studys_page(replayed):
     """A variant tagged with an ID appears on the page that shows the ID (in its figure, table or text)."""
     import pandas as pd
 
-    from gpumm import catalog, report
+    from gpumm.report import index as report
+    from gpumm.setup import catalog
 
     tree, _ = replayed
     pages = {p["notebook"]: (tree / "results" / "report" / f"{p['notebook']}.html").read_text() for p in PAGES}

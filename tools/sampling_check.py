@@ -2,7 +2,7 @@
 
 In one process, after a study has built its kernels (results/build/), each
 listed variant is measured at each shape twice over in device memory: with
-the default config's rule (gpumm.sampling) and with the old fixed count (3
+the default config's rule (gpumm.run.sampling) and with the old fixed count (3
 warm-ups, 20 samples), the two alternating so that neither always runs first.
 For each set it writes the median, the interquartile range over the median
 and the samples taken by each method, their ratio, and whether the medians
@@ -21,7 +21,12 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from gpumm import catalog, config, measure, sampling, timing  # noqa: E402
+from gpumm.run import (
+    measure,
+    sampling,
+    timing,  # noqa: E402
+)
+from gpumm.setup import catalog, config
 
 VARIANTS = "naive,tiled_tile16,unrolled,double_buffer,cublas,transpose_padded"
 

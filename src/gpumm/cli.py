@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpumm import catalog, paths
+from gpumm.setup import catalog, paths
 
 # pandas, CuPy and the measuring modules are imported by the steps that use them: a replay step copies a few
 # files, and the pipeline starts about a hundred of them
@@ -23,7 +23,7 @@ def _shapes(text: str) -> list[list[int]]:
 
 
 def cmd_build(a):
-    from gpumm import build
+    from gpumm.build import nvcc as build
 
     v = catalog.from_id(a.variant)
     if v.kind == "cpu":
@@ -38,7 +38,8 @@ def cmd_build(a):
 
 
 def cmd_measure(a):
-    from gpumm import config, measure
+    from gpumm.run import measure
+    from gpumm.setup import config
 
     v = catalog.from_id(a.variant)
     plan = measure.Plan.from_config(
@@ -63,7 +64,7 @@ def cmd_measure(a):
 
 
 def cmd_profile(a):
-    from gpumm import profile
+    from gpumm.profile import session as profile
 
     plan = json.loads(Path(a.plan[1:]).read_text() if a.plan.startswith("@") else a.plan)
     metrics = [m for m in a.metrics.split(",") if m]
@@ -79,8 +80,8 @@ def cmd_profile_target(a):
     catch (no verification: the measurements verified them); writes what it launched, in order."""
     import cupy
 
-    from gpumm import coalescing, memory, operations
-    from gpumm.launch import Launcher
+    from gpumm.run import coalescing, memory, operations
+    from gpumm.run.launch import Launcher
 
     plan = json.loads(Path(a.plan).read_text())
     mode = memory.get("device")
@@ -130,7 +131,7 @@ def cmd_profile_target(a):
 
 
 def cmd_provenance(a):
-    from gpumm import provenance
+    from gpumm.archive import provenance
 
     digests = {vid: catalog.from_id(vid).digest() for vid in a.variants.split(",")}
     config = json.loads(a.config) if a.config else None
@@ -144,13 +145,13 @@ def _archive(path: str) -> Path:
 
 
 def cmd_replay(a):
-    from gpumm import replay
+    from gpumm.archive import replay
 
     print(replay.step(catalog.from_id(a.variant), a.part, _archive(a.archive)))
 
 
 def cmd_replay_provenance(a):
-    from gpumm import replay
+    from gpumm.archive import replay
 
     current = {vid: catalog.from_id(vid).digest() for vid in a.variants.split(",")}
     config = json.loads(a.config) if a.config else None
@@ -166,14 +167,14 @@ def cmd_replay_provenance(a):
 
 
 def cmd_collect(a):
-    from gpumm import tables
+    from gpumm.analyse import tables
 
     variants = [catalog.from_id(v) for v in a.variants.split(",")]
     tables.collect(variants, paths.RESULTS, Path(a.out))
 
 
 def cmd_pages(a):
-    from gpumm import execute
+    from gpumm.report import execute
 
     notebooks = [paths.ROOT / "notebooks" / f"{page}.ipynb" for page in a.pages.split(",") if page]
     for nb in notebooks:
@@ -196,7 +197,7 @@ def _pages_side_by_side(a, pages: list[str]) -> int:
     the machine has the cores, a kernel's start and imports cost less than the pages after the first)."""
     import subprocess
 
-    from gpumm import execute
+    from gpumm.report import execute
 
     groups = execute.groups(pages, a.jobs)
     t0 = time.perf_counter()
@@ -217,7 +218,7 @@ def _pages_side_by_side(a, pages: list[str]) -> int:
 def cmd_index(a):
     import pandas as pd
 
-    from gpumm import report
+    from gpumm.report import index as report
 
     t = Path(a.tables)
     report.index(
@@ -232,14 +233,15 @@ def cmd_index(a):
 
 def _rule_and_warmup(text: str):
     """(stopping rule, warm-up) of a step's --timing (the config's timing section as JSON)."""
-    from gpumm import config, measure, timing
+    from gpumm.run import measure, timing
+    from gpumm.setup import config
 
     t = config.timing_settings(text)
     return measure.rule_from(t), timing.Warmup(count=t["warmups"], seconds=t["warmup_s"])
 
 
 def _coalescing_plan(a):
-    from gpumm import coalescing
+    from gpumm.run import coalescing
 
     p = json.loads(a.plan)
     rule, warmup = _rule_and_warmup(a.timing)
@@ -255,7 +257,7 @@ def _coalescing_plan(a):
 
 
 def cmd_build_micro(a):
-    from gpumm import build
+    from gpumm.build import nvcc as build
 
     m = catalog.microbenchmarks()[a.name]
     report = build.build_file(paths.KERNELS / m["file"], m["entries"], a.arch, Path(a.out_dir))
@@ -263,7 +265,8 @@ def cmd_build_micro(a):
 
 
 def cmd_coalescing(a):
-    from gpumm import coalescing, files
+    from gpumm.run import coalescing
+    from gpumm.setup import files
 
     df = coalescing.run(Path(a.cubin), _coalescing_plan(a))
     files.write_csv(df, Path(a.out_dir) / "samples.csv")
@@ -276,7 +279,8 @@ def cmd_coalescing(a):
 
 
 def cmd_overhead(a):
-    from gpumm import files, overhead
+    from gpumm.run import overhead
+    from gpumm.setup import files
 
     df = overhead.run(Path(a.cubin), a.warmups, a.repeats)
     files.write_csv(df, Path(a.out_dir) / "samples.csv")
@@ -285,7 +289,8 @@ def cmd_overhead(a):
 
 
 def cmd_hierarchy(a):
-    from gpumm import files, hierarchy
+    from gpumm.run import hierarchy
+    from gpumm.setup import files
 
     plan = hierarchy.Plan(warmups=a.warmups, repeats=a.repeats, seed=a.seed)
     df = hierarchy.run(Path(a.cubin), plan)
@@ -296,7 +301,8 @@ def cmd_hierarchy(a):
 
 
 def cmd_bandwidth(a):
-    from gpumm import bandwidth, files
+    from gpumm.run import bandwidth
+    from gpumm.setup import files
 
     rule, warmup = _rule_and_warmup(a.timing)
     df = bandwidth.run(a.bytes, warmup, rule)
@@ -305,13 +311,14 @@ def cmd_bandwidth(a):
 
 
 def cmd_replay_study(a):
-    from gpumm import replay
+    from gpumm.archive import replay
 
     print(replay.study(a.study, _archive(a.archive)))
 
 
 def cmd_import_profile(a):
-    from gpumm import files, nvprof
+    from gpumm.profile import nvprof
+    from gpumm.setup import files
 
     v = catalog.from_id(a.variant)  # an unknown variant stops here, naming the allowed ones
     df = nvprof.import_file(Path(a.file), v.id, a.size, a.kernel)
@@ -325,7 +332,7 @@ def cmd_import_profile(a):
 
 
 def cmd_worker(a):
-    from gpumm import worker
+    from gpumm.run import worker
 
     if a.stop:
         print("stopped the GPU worker" if worker.stop() else "no GPU worker was running")
@@ -334,7 +341,7 @@ def cmd_worker(a):
 
 
 def cmd_archive(a):
-    from gpumm import reference
+    from gpumm.archive import reference
 
     dest = reference.write(a.results, name=a.name)
     print(f"archived {a.results} into {dest}")
@@ -507,7 +514,7 @@ def parser() -> argparse.ArgumentParser:
         "import-profile",
         help="import an nvprof --csv file (metrics, events, GPU trace or summary) as a variant's profile",
         description="Read nvprof CSV output into data/imported/<variant>/, where the report picks it up, "
-        "mapped to the Nsight Compute metrics the report uses (see src/gpumm/nvprof.py).",
+        "mapped to the Nsight Compute metrics the report uses (see src/gpumm/profile/nvprof.py).",
     )
     s.add_argument("file", help="nvprof --csv output, as nvprof printed it")
     s.add_argument("--variant", required=True, help="the catalog variant the profiled kernel is (e.g. naive)")
@@ -547,12 +554,12 @@ MISSING = {  # a module a step needs that this installation lacks: what it is an
 
 
 USER_ERRORS = (  # errors that describe a user's input or setup: one line, exit 2, no traceback
-    ("gpumm.catalog", "CatalogError"),
-    ("gpumm.config", "ConfigError"),
-    ("gpumm.build", "BuildError"),
-    ("gpumm.reference", "ArchiveError"),
-    ("gpumm.nvprof", "NvprofError"),
-    ("gpumm.gpulock", "Busy"),
+    ("gpumm.setup.catalog", "CatalogError"),
+    ("gpumm.setup.config", "ConfigError"),
+    ("gpumm.build.nvcc", "BuildError"),
+    ("gpumm.archive.reference", "ArchiveError"),
+    ("gpumm.profile.nvprof", "NvprofError"),
+    ("gpumm.run.gpulock", "Busy"),
 )
 
 
@@ -563,16 +570,16 @@ def _user_error(exc: Exception) -> bool:
     return isinstance(exc, tuple(kinds))
 
 
-# the steps that time or profile on the GPU: each holds the GPU's lock (gpumm.gpulock) while it runs
+# the steps that time or profile on the GPU: each holds the GPU's lock (gpumm.run.gpulock) while it runs
 TIMING_STEPS = ("measure", "coalescing", "bandwidth", "overhead", "hierarchy")
-RUN_LOG_ENV = "GPUMM_RUN_LOG"  # the workflow's record of every step (results/run/steps.jsonl): gpumm.runrecord
+RUN_LOG_ENV = "GPUMM_RUN_LOG"  # the workflow's record of every step (results/run/steps.jsonl): gpumm.archive.runrecord
 
 
 def _gpu_lock(a):
     """The GPU lock for a step that times on the GPU (a CPU variant's measurement does not), else nothing."""
     if a.cmd not in TIMING_STEPS or (a.cmd == "measure" and not catalog.from_id(a.variant).on_gpu):
         return contextlib.nullcontext()
-    from gpumm import gpulock
+    from gpumm.run import gpulock
 
     wait = os.environ.get("GPUMM_GPU_WAIT_S")
     what = f"gpumm {a.cmd}" + (f" {a.variant}" if getattr(a, "variant", None) else "")
@@ -589,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         log = os.environ.get(RUN_LOG_ENV)
         if log and not os.environ.get("GPUMM_IN_WORKER"):  # the client of a worker records its step, once
-            from gpumm import runrecord
+            from gpumm.archive import runrecord
 
             gpu = None
             if argv and argv[0] == "measure":  # a CPU baseline's measurement leaves the GPU idle
@@ -599,7 +606,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    from gpumm import worker
+    from gpumm.run import worker
 
     if worker.wanted(argv):
         return worker.request(argv)

@@ -13,14 +13,15 @@ from snakemake.utils import validate
 _SRC = str(Path(workflow.basedir) / "src")
 sys.path.insert(0, _SRC)
 
-from gpumm import catalog as gpumm_catalog, config as gpumm_config, gpu, reference
-from gpumm import (
-    locks as gpumm_locks,
-    operations as gpumm_operations,
-    profile as gpumm_profile,
-)
-from gpumm.pages import names as page_names
-from gpumm.paths import TABLE_NAMES
+from gpumm.setup import catalog as gpumm_catalog
+from gpumm.setup import config as gpumm_config
+from gpumm.run import gpu
+from gpumm.archive import reference
+from gpumm.setup import locks as gpumm_locks
+from gpumm.run import operations as gpumm_operations
+from gpumm.profile import session as gpumm_profile
+from gpumm.report.pages import names as page_names
+from gpumm.setup.paths import TABLE_NAMES
 
 ENV = "../envs/gpumm.yaml"
 
@@ -92,8 +93,8 @@ def profile_sizes(variant_id):
 # Jobs run `python -m gpumm ...` with the interpreter running Snakemake and this checkout's package, installed
 # or not. Every command runs under `set -euo pipefail` (Snakemake's own prefix, which a prefix of ours would
 # otherwise replace): a rule that pipes its step through `tee` fails with the step's own status. Each step
-# records its start and end for results/run.json (gpumm.runrecord); in measure mode the GPU steps go to one
-# worker process that stays up for the run (gpumm.worker; config gpu_worker).
+# records its start and end for results/run.json (gpumm.archive.runrecord); in measure mode the GPU steps go to one
+# worker process that stays up for the run (gpumm.run.worker; config gpu_worker).
 RUN_ID = os.environ.get("GPUMM_RUN_ID") or uuid.uuid4().hex[:12]
 RUN_LOG = Path.cwd() / "results" / "run" / "steps.jsonl"
 USE_WORKER = MODE == "measure" and config["gpu_worker"] and not workflow.remote_exec
@@ -118,12 +119,12 @@ shell.prefix(
 def finish(success: bool) -> None:
     """When the workflow ends: stop the GPU worker; after a successful run, write results/run.json."""
     if USE_WORKER:
-        from gpumm import worker as gpumm_worker
+        from gpumm.run import worker as gpumm_worker
 
         gpumm_worker.stop()
     if not success:
         return
-    from gpumm import runrecord
+    from gpumm.archive import runrecord
 
     prov = Path("results/raw/provenance.json")
     prov = json.loads(prov.read_text()) if prov.is_file() else {}

@@ -15,7 +15,7 @@ rule collect:
         ),
         imported=sorted(str(p) for p in Path("data/imported").glob("*/*.csv")),
         # the tables and everything after them are remade when the package changes
-        code=sorted(str(p) for p in Path("src/gpumm").glob("*.py")),
+        code=sorted(str(p) for p in Path("src/gpumm").rglob("*.py")),
     output:
         TABLES,
     log:

@@ -1,0 +1,40 @@
+"""The run's GPU as numbers: FP32 lanes per SM, the FP32 peak and the specified DRAM bandwidth, from its provenance.
+
+Pure functions on the run's tables, tested on the CPU.
+"""
+
+import math
+
+# FP32 results per clock per SM (fused multiply-add lanes), by compute
+# capability: CUDA C++ Programming Guide, "Arithmetic Instructions" table.
+FP32_LANES_PER_SM = {
+    (7, 0): 64,
+    (7, 5): 64,
+    (8, 0): 64,
+    (8, 6): 128,
+    (8, 7): 128,
+    (8, 9): 128,
+    (9, 0): 128,
+    (10, 0): 128,
+    (10, 3): 128,
+    (12, 0): 128,
+}
+
+
+def lanes(gpu: dict) -> int | None:
+    major, minor = (int(x) for x in str(gpu.get("compute_capability", "0.0")).split("."))
+    return FP32_LANES_PER_SM.get((major, minor))
+
+
+def dram_bandwidth(gpu: dict) -> float:
+    """Specified DRAM bandwidth in byte/s: 2 (double data rate) x memory clock x bus width; nan if unknown."""
+    clock, bus = float(gpu.get("memory_clock_khz") or 0), float(gpu.get("memory_bus_bits") or 0)
+    return 2 * clock * 1e3 * bus / 8 if clock and bus else math.nan
+
+
+def fp32_peak(gpu: dict) -> float:
+    """FP32 peak in flop/s: SMs x lanes x 2 (a fused multiply-add is 2 flops) x SM clock."""
+    n = lanes(gpu)
+    if n is None or not gpu.get("sm_count") or not gpu.get("sm_clock_khz"):
+        return math.nan
+    return gpu["sm_count"] * n * 2 * gpu["sm_clock_khz"] * 1e3

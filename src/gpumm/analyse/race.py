@@ -1,0 +1,111 @@
+"""The race to cuBLAS (issue 11): each rung's rate and share of cuBLAS, its counters, and what moved.
+
+Reads the tidy tables only (summary, profiles, variants); the ladder page plots
+what these return. A rung is a catalog family with ``rung_below``; a family's
+row is its fastest verified build.
+"""
+
+import math
+
+import pandas as pd
+
+from gpumm.analyse import rates
+
+# The counters that explain a rung, from the profile at one size: (column, words, lower is better)
+COUNTERS = [
+    ("dram_bytes_per_flop", "DRAM bytes per FLOP", True),
+    ("l2_bytes_per_flop", "L2 bytes per FLOP", True),
+    ("shared_loads_per_ffma", "shared-memory load instructions per FFMA instruction", True),
+    ("bank_conflicts_per_kflop", "shared-memory bank conflicts per 1000 FLOP", True),
+    ("registers", "registers per thread", True),
+    ("occupancy_pct", "achieved occupancy (%)", False),
+    ("issue_active_pct", "issue-slot utilisation (%)", False),
+]
+STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+
+
+def _metric(w: pd.Series, name: str) -> float:
+    return float(w[name]) if name in w and pd.notna(w[name]) else math.nan
+
+
+def rung_rates(summary: pd.DataFrame, families: list[dict], shapes) -> pd.DataFrame:
+    """The ladder (:func:`gpumm.analyse.rates.ladder`) at each (M, N, K) of ``shapes``, one row per family present."""
+    parts = []
+    for shape in shapes:
+        t = rates.ladder(summary, families, shape)
+        t = t[t.gflops.notna()]
+        if len(t):
+            parts.append(t.assign(variant=t.best_variant, shape="×".join(map(str, shape)), M=shape[0]))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def rung_counters(profiles: pd.DataFrame, variants: pd.DataFrame, size: int) -> pd.DataFrame:
+    """One row per family profiled at the square ``size``: the counters of :data:`COUNTERS` and the top stalls."""
+    p = profiles[(profiles.status == "ok") & (profiles.M == size) & (profiles.N == size) & (profiles.K == size)]
+    if p.empty:
+        return pd.DataFrame()
+    wide = p.pivot_table(index="variant", columns="metric", values="value", aggfunc="sum")
+    kernels = p.groupby("variant")["kernel"].first()
+    fam_of = dict(zip(variants.variant, variants.family))
+    flops = 2.0 * size**3
+    rows = []
+    for variant, w in wide.iterrows():
+        ffma_warp = _metric(w, "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum") / 32
+        conflicts = _metric(w, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum") + _metric(
+            w, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+        )
+        stalls = {
+            m[len(STALL_PREFIX) : -len(STALL_SUFFIX)].replace("_", " "): float(v)
+            for m, v in w.items()
+            if m.startswith(STALL_PREFIX) and m.endswith(STALL_SUFFIX) and pd.notna(v)
+        }
+        top = sorted(stalls.items(), key=lambda kv: -kv[1])[:2]
+        rows.append(
+            {
+                "family": fam_of.get(variant, variant),
+                "variant": variant,
+                "kernel": kernels.get(variant, ""),
+                "dram_bytes_per_flop": (_metric(w, "dram__bytes_read.sum") + _metric(w, "dram__bytes_write.sum"))
+                / flops,
+                "l2_bytes_per_flop": _metric(w, "lts__t_bytes.sum") / flops,
+                "shared_loads_per_ffma": _metric(w, "smsp__sass_inst_executed_op_shared_ld.sum") / ffma_warp
+                if ffma_warp > 0
+                else math.nan,
+                "bank_conflicts_per_kflop": 1000 * conflicts / flops,
+                "registers": _metric(w, "launch__registers_per_thread"),
+                "occupancy_pct": _metric(w, "sm__warps_active.avg.pct_of_peak_sustained_active"),
+                "issue_active_pct": _metric(w, "smsp__issue_active.avg.pct_of_peak_sustained_active"),
+                "top_stalls": ", ".join(f"{k} {v:.2f}" for k, v in top) if top else "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def what_moved(counters: pd.DataFrame, rates: pd.DataFrame, families: list[dict], size: int, top: int = 2) -> list[str]:
+    """One sentence per rung with a profiled rung below: the ``top`` counters that changed most, and the gain."""
+    c = counters.set_index("family") if len(counters) else counters
+    r = rates[rates.M == size].set_index("family") if len(rates) else rates
+    out = []
+    for fam in families:
+        name, below = fam["family"], fam.get("rung_below")
+        if not below or name not in c.index or below not in c.index:
+            continue
+        moves = []
+        for col, words, lower_better in COUNTERS:
+            a, b = c.at[below, col], c.at[name, col]
+            if a > 0 and b > 0 and a != b:
+                moves.append((abs(math.log(b / a)), words, (b < a) == lower_better, a, b))
+        if not moves:
+            continue
+        said = [
+            f"{words} {_fmt(a)} → {_fmt(b)} ({'better' if better else 'worse'}, ×{b / a:.2f})"
+            for _, words, better, a, b in sorted(moves, key=lambda m: -m[0])[:top]
+        ]
+        gain = r.at[name, "gain_over_rung_below"] if name in r.index else math.nan
+        rate = f"GFLOP/s ×{gain:.2f}" if gain == gain else "rate not measured"
+        out.append(f"**{name}** over {below}: " + "; ".join(said) + f"; {rate}.")
+    return out
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"

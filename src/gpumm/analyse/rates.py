@@ -1,0 +1,107 @@
+"""Rates across variants: the ladder (each family's best GFLOP/s at one shape, its share of cuBLAS and its gain over
+the rung below), claim S1-C1 of seed 001, and the size from which the GPU beats the CPU end to end (S2-CPU).
+
+Pure functions on the run's tables, tested on the CPU.
+"""
+
+import math
+
+import pandas as pd
+
+LADDER_SIZE = 4096  # the size of the ladder's summary table (seed 000's largest) and of the GPU comparison
+
+
+def best_per_family(summary: pd.DataFrame, shape, timed: str = "kernel") -> pd.DataFrame:
+    """Each family's fastest verified instance at ``shape`` (a square size n, or (M, N, K)), device memory."""
+    M, N, K = shape if isinstance(shape, tuple) else (shape, shape, shape)
+    s = summary[(summary.M == M) & (summary.N == N) & (summary.K == K) & (summary.timed == timed)]
+    s = s[(s.status == "ok") & (s.memory_mode == "device")]
+    if s.empty:
+        return s
+    return s.loc[s.groupby("family")["gflops"].idxmax()].set_index("family")
+
+
+def ladder(summary: pd.DataFrame, families: list[dict], shape) -> pd.DataFrame:
+    """One row per family in catalog order at ``shape`` (a square size or (M, N, K)): best GFLOP/s, its spread,
+    share of cuBLAS, gain over the rung below."""
+    best = best_per_family(summary, shape)
+    cublas = best["gflops"].get("cublas", math.nan)
+    spread = best["iqr_pct"] if "iqr_pct" in best else pd.Series(dtype=float)
+    rows = []
+    for fam in families:
+        name, below = fam["family"], fam.get("rung_below")
+        g = best["gflops"].get(name, math.nan)
+        rows.append(
+            {
+                "family": name,
+                "best_variant": best["variant"].get(name, ""),
+                "gflops": g,
+                "iqr_pct": spread.get(name, math.nan),
+                "share_of_cublas": g / cublas,
+                "rung_below": below or "",
+                "gain_over_rung_below": g / best["gflops"].get(below, math.nan) if below else math.nan,
+            }
+        )
+    columns = ["family", "best_variant", "gflops", "iqr_pct", "share_of_cublas", "rung_below", "gain_over_rung_below"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def claim_s1_c1(summary: pd.DataFrame, best: str = "unrolled", naive: str = "naive") -> dict:
+    """Seed 001: the most optimised kernel is over 15x naive at the largest size, about half of cuBLAS.
+
+    'Largest size' is the largest square size at which naive, the best kernel
+    and cuBLAS were all measured in this run.
+    """
+    s = summary[(summary.M == summary.N) & (summary.N == summary.K) & (summary.timed == "kernel")]
+    s = s[(s.status == "ok") & (s.memory_mode == "device")]
+    have = [set(s[s.family == f].M) for f in (best, naive, "cublas")]
+    common = set.intersection(*have) if all(have) else set()
+    if not common:
+        return {
+            "size": math.nan,
+            "speedup_over_naive": math.nan,
+            "share_of_cublas": math.nan,
+            "over_15x": None,
+            "about_half_of_cublas": None,
+        }
+    n = max(common)
+    at = best_per_family(summary, n)["gflops"]
+    speedup, share = at[best] / at[naive], at[best] / at["cublas"]
+    return {
+        "size": n,
+        "best_gflops": at[best],
+        "naive_gflops": at[naive],
+        "cublas_gflops": at["cublas"],
+        "speedup_over_naive": speedup,
+        "share_of_cublas": share,
+        "over_15x": bool(speedup > 15),
+        "about_half_of_cublas": bool(0.35 <= share <= 0.65),
+    }
+
+
+def cpu_crossover(summary: pd.DataFrame, gpu_variants: list[str], cpu_variants: list[str]) -> pd.DataFrame:
+    """For each GPU variant (end to end) against each CPU variant: the smallest square size from which the
+    GPU is faster at every larger size compared."""
+    cols = ["gpu_variant", "cpu_variant", "gpu_faster_from", "sizes_compared"]
+    s = summary[
+        (summary.timed == "end_to_end") & (summary.M == summary.N) & (summary.N == summary.K) & (summary.status == "ok")
+    ]
+    s = s[s.memory_mode.isin(["device", "host"])]
+    ms = s.pivot_table(index="M", columns="variant", values="median_ms")
+    rows = []
+    for g in [v for v in gpu_variants if v in ms]:
+        for c in [v for v in cpu_variants if v in ms]:
+            both = ms[[g, c]].dropna().sort_index()
+            if both.empty:
+                continue
+            faster = (both[g] < both[c]).to_numpy()
+            start = next((i for i in range(len(faster)) if faster[i:].all()), None)
+            rows.append(
+                {
+                    "gpu_variant": g,
+                    "cpu_variant": c,
+                    "gpu_faster_from": int(both.index[start]) if start is not None else math.nan,
+                    "sizes_compared": f"{int(both.index.min())}–{int(both.index.max())}",
+                }
+            )
+    return pd.DataFrame(rows, columns=cols)

@@ -1,0 +1,325 @@
+"""Collect the per-variant raw files of a run into tidy tables for the notebooks."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpumm.analyse import (
+    access_patterns,
+    compare,
+    counters,
+    floor,
+    memory_levels,
+    memory_modes,
+    rates,
+    ratios,
+    seed000,
+    transposes,
+)
+from gpumm.archive import reference
+from gpumm.build import loops
+from gpumm.run import operations
+from gpumm.setup import paths
+from gpumm.setup.catalog import Variant
+
+SHAPE = ["variant", "family", "defines", "kind", "M", "N", "K", "memory_mode", "timed"]
+# the columns the pages read from the tables built row by row: a run of a subset (config `only`) without a CUDA
+# kernel, or with none the archive holds, still has them, empty
+RESOURCE_COLUMNS = ["variant", "family", "entry", "arch", "registers", "stack_bytes", "spill_store_bytes"]
+RESOURCE_COLUMNS += ["spill_load_bytes", "smem_bytes", "register_cap", "threads_per_block", "occupancy"]
+LOOP_COLUMNS = ["variant", "family", "defines", *loops.COLUMNS, "ptx_tensor_core", "sass_tensor_core", "sass_ffma"]
+
+
+def with_columns(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``df`` with every one of ``columns`` (a missing one added empty, after its own)."""
+    return df.reindex(columns=[*df.columns, *(c for c in columns if c not in df.columns)])
+
+
+FIRST = {  # what the summary takes from the first sample of each set (as measured, NaN included)
+    "batch": np.nan,
+    "method": "",
+    "warmups": np.nan,
+    "stop": "",  # why sampling stopped (gpumm.run.sampling): quiet, max_samples or timeout; empty in older runs
+    "exact_check": "",
+    "max_rel_err": np.nan,
+    "tolerance": np.nan,
+    "reference": np.nan,
+    "verified": np.nan,
+    "sm_clock_mhz": np.nan,
+    "sm_clock_min_mhz": np.nan,
+    "temperature_c": np.nan,
+    "throttled": np.nan,
+    "library": "",
+}
+
+
+def summarise(samples: pd.DataFrame) -> pd.DataFrame:
+    """One row per variant x shape x mode x what was timed: status, median and spread, batch, clocks."""
+    keys = SHAPE
+    df = samples.copy()
+    df[["M", "N", "K"]] = df[["M", "N", "K"]].astype("Int64")
+    for col, missing in FIRST.items():  # columns that runs before them did not record
+        if col not in df:
+            df[col] = missing
+    # the set's label, in the order the sets first appear (a key may be NaN: a variant not in the archive)
+    df["set"] = df.groupby(keys, dropna=False, sort=False).ngroup()
+    first = df.drop_duplicates("set").set_index("set")
+    ok = df[df["status"] == "ok"]
+    ms = ok.groupby("set")["ms"]
+    stats = pd.DataFrame(
+        {
+            "samples": ms.size(),
+            "median_ms": ms.median(),
+            "q25_ms": ms.quantile(0.25),
+            "q75_ms": ms.quantile(0.75),
+            "min_ms": ms.min(),
+            "max_ms": ms.max(),
+            # seed 001's method (S1-M): the mean of the first 10 timed runs (of all, where a set stopped sooner)
+            "s1m_mean_ms": ok.groupby("set").head(10).groupby("set")["ms"].mean(),
+        }
+    ).reindex(first.index)
+    has_ok = stats["samples"].notna()
+    reason = first["reason"].where(first["reason"].map(lambda r: isinstance(r, str)), "")
+    out = first[keys].assign(
+        status=first["status"].where(~has_ok, "ok"),
+        reason=reason.where(~has_ok, ""),
+        samples=stats["samples"].fillna(0).astype(int),
+        median_ms=stats["median_ms"],
+        q25_ms=stats["q25_ms"],
+        q75_ms=stats["q75_ms"],
+        iqr_pct=100 * (stats["q75_ms"] - stats["q25_ms"]) / stats["median_ms"],
+        min_ms=stats["min_ms"],
+        max_ms=stats["max_ms"],
+        s1m_mean_ms=stats["s1m_mean_ms"],
+        **{col: first[col] for col in FIRST},
+        # the work model of each set (the catalog's flops and bytes), where the run recorded it
+        **{col: first[col] for col in ("work_flops", "work_bytes") if col in first},
+    )
+    summary = out.reset_index(drop=True)
+    m, n, k = (pd.to_numeric(summary[d], errors="coerce").astype(float) for d in "MNK")
+    flops = summary["work_flops"] if "work_flops" in summary else pd.Series(np.nan, index=summary.index)
+    nbytes = summary["work_bytes"] if "work_bytes" in summary else pd.Series(np.nan, index=summary.index)
+    # runs from before the work model was recorded: a matmul's
+    flops = flops.where(flops.notna(), 2.0 * m * n * k)
+    nbytes = nbytes.where(nbytes.notna(), 4.0 * (m * k + k * n + m * n))
+    seconds = summary["median_ms"] * 1e-3
+    summary["gflops"] = (flops / seconds / 1e9).where(flops > 0)
+    summary["gbs"] = nbytes / seconds / 1e9
+    return summary
+
+
+def collect(variants: list[Variant], results: Path, out: Path) -> None:
+    """Write every table the notebooks read, each whole or not at all."""
+    out.mkdir(parents=True, exist_ok=True)
+    samples = pd.concat(
+        [pd.read_csv(paths.raw_dir(v.id, results) / "samples.csv") for v in variants], ignore_index=True
+    )
+    profiles = pd.concat(
+        [pd.read_csv(paths.raw_dir(v.id, results) / "profile.csv") for v in variants], ignore_index=True
+    )
+    prov = json.loads((results / "raw" / "provenance.json").read_text())
+    gpu = prov.get("gpu", {})
+    resources, loop_rows = [], []
+    for v in (v for v in variants if v.is_cuda):
+        res = _json(paths.build_dir(v.id, results) / "resources.json")
+        b = paths.build_dir(v.id, results)
+        ptx, sass = (b / "kernel.ptx").read_text(), (b / "kernel.sass").read_text()
+        loop = loops.analyse(ptx, sass, v.entry)
+        resources.append({**_with_occupancy(res, v, gpu), "variant": v.id, "family": v.family})
+        precision = loops.tensor_core_ops(ptx, sass)
+        loop_rows.append({**loop, **precision, "variant": v.id, "family": v.family, "defines": v.defines_text()})
+    summary = summarise(samples)
+    loop_table = with_columns(pd.DataFrame(loop_rows), LOOP_COLUMNS)
+    gpus = [v.id for v in variants if v.on_gpu]
+    cpus = [v.id for v in variants if v.kind == "cpu"]
+    tables = {
+        "samples": samples,
+        "summary": summary,
+        "profiles": profiles,
+        "resources": with_columns(pd.DataFrame(resources), RESOURCE_COLUMNS),
+        "variants": pd.DataFrame([_variant_row(v, results) for v in variants]),
+        "loops": loop_table,
+        "estimate": _estimates(loop_table, gpu),
+        "ladder": rates.ladder(summary, _families(variants), rates.LADDER_SIZE),
+        "claims": pd.DataFrame([{"claim": "S1-C1", **rates.claim_s1_c1(summary)}]),
+        "verification": verification(summary),
+        "profile_summary": counters.profile_summary(
+            profiles, gpu.get("l2_bytes") or np.nan, {v.id: operations.get(v.op).footprint for v in variants}
+        ),
+        "crossover": rates.cpu_crossover(summary, gpus, cpus),
+    }
+    tables.update(_memory_tables(results, summary, tables["resources"]))
+    d2d = tables["bandwidth"].set_index("transfer").median_gbs.get("device_to_device", np.nan)
+    tables["transpose"] = transposes.transpose_summary(summary, tables["variants"], d2d)
+    tables["transpose_goal"] = pd.DataFrame([transposes.transpose_goal(tables["transpose"])])
+    hierarchy = pd.read_csv(results / "raw" / "hierarchy" / "samples.csv")
+    tables.update(memory_levels.hierarchy_tables(hierarchy, gpu))
+    tables["device_memory"] = memory_levels.device_memory_table(pd.read_csv(paths.PUBLISHED), gpu)
+    tables["cgma"] = ratios.cgma_table(tables["estimate"], tables["profile_summary"], profiles)
+    imported = [pd.read_csv(f) for f in sorted(paths.IMPORTED.glob("*/*.csv"))]
+    tables["imported_profiles"] = (
+        pd.concat(imported, ignore_index=True) if imported else pd.DataFrame(columns=["variant"])
+    )
+    tables["imported_summary"] = counters.profile_summary(tables["imported_profiles"], np.nan)
+    runs = {p.name: p for p in reference.available()}  # every archived run, and this one when it was measured
+    if prov.get("data_source", {}).get("mode") == "measure":
+        runs = {"this run": results, **runs}
+    tables["compare"] = compare.table(runs)
+    tables["study_cost"] = pd.DataFrame(reference.costs(), columns=reference.COST_COLUMNS)
+    missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
+    if missing:
+        raise RuntimeError(f"collect: tables not made: {sorted(missing)}")
+    for name, df in tables.items():
+        df.to_csv(out / f"{name}.csv.tmp", index=False)
+    shutil.copy2(paths.PUBLISHED, out / "published.csv.tmp")
+    (out / "source.json.tmp").write_text(json.dumps(prov, indent=1))
+    for name in [*tables, "published"]:
+        (out / f"{name}.csv.tmp").replace(out / f"{name}.csv")
+    (out / "source.json.tmp").replace(out / "source.json")
+
+
+def verification(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per variant x shape x memory mode: how its checks went (every mode, every kind of timing)."""
+    cols = ["variant", "M", "N", "K", "memory_mode", "status", "exact_check", "max_rel_err", "tolerance"]
+    cols += ["reference", "reason"]
+    s = summary.drop_duplicates(["variant", "M", "N", "K", "memory_mode"])
+    return s[[c for c in cols if c in s]].reset_index(drop=True)
+
+
+def _legacy_coalescing(df: pd.DataFrame, l2: float) -> pd.DataFrame:
+    """Columns an access-pattern table from before the GPU-filling redesign lacks, from what it records.
+
+    Those runs read one matrix with n threads (copies = 1) and launched one
+    thread per strided element (no batching): the regime follows from the
+    working set against the L2 ('l2' when it fits in half of it, 'dram' from
+    3 times it, else 'mixed').
+    """
+    if "pattern" not in df or df.empty:
+        return df
+    df = df.copy()
+    n = pd.to_numeric(df.n, errors="coerce")
+    stride = pd.to_numeric(df.stride, errors="coerce").fillna(0)
+    matrix = df.pattern.isin(["rows", "cols"])
+    ws = np.where(matrix, 4 * n * n, 4 * (n * stride.clip(lower=1) + n))
+    df["copies"] = 1
+    df["threads"] = n
+    df["working_set_bytes"] = ws
+    df["batch"] = 1
+    ratio = ws / l2 if l2 == l2 else np.full(len(df), np.nan)
+    df["regime"] = np.select([ratio <= 0.5, ratio >= 3], ["l2", "dram"], "mixed")
+    return df
+
+
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _variant_row(v: Variant, results: Path) -> dict:
+    meta = _json(paths.raw_dir(v.id, results) / "meta.json")
+    return {
+        "variant": v.id,
+        "family": v.family,
+        "defines": v.defines_text(),
+        "kind": v.kind,
+        "op": v.op,
+        "label": v.label,
+        "studies": " ".join(v.studies),
+        "origin": meta.get("origin", ""),
+        "stale": bool(meta.get("stale", False)),
+        "digest": v.digest(),
+        "archived_digest": meta.get("archived_digest", ""),
+    }
+
+
+def _with_occupancy(res: dict, v: Variant, gpu: dict) -> dict:
+    """The resource report plus threads per block and theoretical occupancy on the run's GPU."""
+    if "registers" not in res:  # not in the archive
+        return res
+    x, y, _ = v.block_dims()
+    return {**res, "threads_per_block": x * y, **seed000.occupancy(x * y, res["registers"], res["smem_bytes"], gpu)}
+
+
+def _estimates(loops: pd.DataFrame, gpu: dict) -> pd.DataFrame:
+    """Seed 000's PTX estimate for every variant whose loop was counted (S0-S37), and the same from SASS."""
+    rows = []
+    for r in loops.to_dict("records"):
+        if r.get("status") != "ok":
+            continue
+        for level in ("ptx", "sass"):
+            fma, n, loads = r[f"{level}_fma"], r[f"{level}_instructions"], r[f"{level}_global_loads"]
+            rows.append(
+                {
+                    "variant": r["variant"],
+                    "family": r["family"],
+                    "level": level,
+                    "instructions": n,
+                    "fma": fma,
+                    "global_loads": loads,
+                    "cgma": ratios.cgma(fma, loads),
+                    **seed000.ptx_estimate(fma, n, loads, gpu),
+                }
+            )
+    columns = [
+        "variant",
+        "family",
+        "level",
+        "instructions",
+        "fma",
+        "global_loads",
+        "cgma",
+        "peak_gflops",
+        "fma_share",
+        "potential_gflops",
+        "load_share",
+        "required_gbs",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _families(variants: list[Variant]) -> list[dict]:
+    """GPU families in catalog order, each with its rung below when that family runs too."""
+    seen: dict[str, str | None] = {}
+    for v in variants:
+        if v.on_gpu and v.op == "matmul":  # the CPU baselines are compared end to end, on the seed 002 page
+            seen.setdefault(v.family, v.rung_below)
+    return [{"family": f, "rung_below": b if b in seen else None} for f, b in seen.items()]
+
+
+def _memory_tables(results: Path, summary: pd.DataFrame, resources: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The memory studies: bandwidths, access patterns with their profile, and claim S1-C2."""
+    l2 = json.loads((results / "raw" / "provenance.json").read_text()).get("gpu", {}).get("l2_bytes") or np.nan
+    bw = pd.read_csv(results / "raw" / "bandwidth" / "samples.csv")
+    oh = pd.read_csv(results / "raw" / "overhead" / "samples.csv")
+    co = pd.read_csv(results / "raw" / "coalescing" / "samples.csv")
+    prof = pd.read_csv(results / "raw" / "coalescing" / "profile.csv")
+    bandwidth = (
+        bw.groupby("transfer")
+        .gbs.agg(median_gbs="median", q25_gbs=lambda x: x.quantile(0.25), q75_gbs=lambda x: x.quantile(0.75))
+        .reset_index()
+        if "transfer" in bw
+        else pd.DataFrame(columns=["transfer", "median_gbs", "q25_gbs", "q75_gbs"])
+    )
+    d2d = bandwidth.set_index("transfer").median_gbs.get("device_to_device", float("nan"))
+    if "pattern" in co and "regime" not in co:
+        co, prof = _legacy_coalescing(co, l2), _legacy_coalescing(prof, l2)
+    if "pattern" in co:
+        patterns = access_patterns.coalescing_summary(co, d2d, l2)
+        spr = access_patterns.sectors_per_request(prof)
+        if len(spr) and "pattern" in spr:
+            patterns = patterns.merge(spr.drop(columns="launch"), on=access_patterns.COALESCING_KEYS, how="left")
+        ratio = access_patterns.rows_over_cols(patterns)
+    else:
+        patterns = pd.DataFrame([{"status": "not measured", "reason": "not in this run"}])
+        ratio = access_patterns.rows_over_cols(pd.DataFrame(columns=["pattern", "status"]))
+    return {
+        "bandwidth": bandwidth,
+        "coalescing": co,
+        "coalescing_summary": patterns,
+        "coalescing_ratio": ratio,
+        "coalescing_profile": prof,
+        "s1c2": memory_modes.claim_s1_c2(summary, resources),
+        "overhead": floor.overhead_summary(oh),
+    }

@@ -1,0 +1,109 @@
+"""Archived runs under data/reference/<gpu>/: find them, pick one, write one.
+
+An archive mirrors a run's ``results/`` folder for what is worth keeping:
+``raw/<variant>/`` (samples, metadata, profile), ``build/<variant>/``
+(resource report), ``raw/provenance.json`` and ``run.json`` (what the run cost).
+"""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from gpumm.setup import paths
+
+KEEP_RAW = ("samples.csv", "meta.json", "profile.csv", "ncu.log")
+KEEP_BUILD = ("resources.json", "ptxas.log", "kernel.ptx", "kernel.sass")
+
+
+class ArchiveError(RuntimeError):
+    """No archive to replay, or the one asked for is missing."""
+
+
+def provenance(archive: Path) -> dict:
+    return json.loads((archive / "raw" / "provenance.json").read_text())
+
+
+def available(root: Path = paths.REFERENCE) -> list[Path]:
+    """Archives with a provenance file, oldest first."""
+    found = [p for p in root.glob("*/") if (p / "raw" / "provenance.json").is_file()] if root.is_dir() else []
+    return sorted(found, key=lambda p: (provenance(p).get("date", ""), p.name))
+
+
+def complete(archive: Path) -> bool:
+    """Whether an archive holds a whole run: its run.json (written when the workflow finished) says no step
+    failed."""
+    try:
+        record = json.loads((archive / "run.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return record.get("failed_steps") == 0
+
+
+def choose(name: str, root: Path = paths.REFERENCE) -> Path:
+    """The archive to replay: ``name``, or, when name is auto, the newest complete one (else the newest)."""
+    found = available(root)
+    if not found:
+        raise ArchiveError(f"no archived run under {root}: replay needs one (run the pipeline on a GPU first)")
+    if name == "auto":
+        whole = [p for p in found if complete(p)]
+        return (whole or found)[-1]
+    for p in found:
+        if p.name == name:
+            return p
+    raise ArchiveError(f"replay_from = {name!r}: no such archive; allowed: auto, {', '.join(p.name for p in found)}")
+
+
+COST_COLUMNS = ["archive", "gpu", "date", "wall_s", "gpu_busy_s", "gpu_busy_share", "steps", "cores", "gpu_worker"]
+
+
+def costs(root: Path = paths.REFERENCE) -> list[dict]:
+    """What the whole study cost on each archived run that kept its run.json (gpumm.archive.runrecord), oldest first."""
+    rows = []
+    for p in available(root):
+        try:
+            r = json.loads((p / "run.json").read_text())
+        except (OSError, ValueError):
+            continue
+        rows.append(
+            {
+                "archive": p.name,
+                "gpu": (r.get("gpu") or {}).get("name"),
+                "date": provenance(p).get("date", "")[:10],
+                **{k: r.get(k) for k in COST_COLUMNS[3:]},
+            }
+        )
+    return rows
+
+
+def slug(gpu_name: str) -> str:
+    """A folder name for a GPU: 'NVIDIA H100 80GB HBM3' -> 'h100-80gb-hbm3'."""
+    s = re.sub(r"^nvidia\s+", "", gpu_name.strip().lower())
+    return re.sub(r"[^a-z0-9]+", "-", s).strip("-") or "gpu"
+
+
+def write(results: Path, root: Path = paths.REFERENCE, name: str | None = None) -> Path:
+    """Copy a finished run's results into data/reference/<name or gpu>/, replacing what was there."""
+    if not (results / "raw" / "provenance.json").is_file():
+        raise ArchiveError(f"{results} holds no finished run (no raw/provenance.json): run the pipeline first")
+    if name is not None and not re.fullmatch(r"[a-z0-9][a-z0-9.-]*", name):
+        raise ArchiveError(f"archive name {name!r}: use lower-case letters, digits, dots and dashes")
+    prov = json.loads((results / "raw" / "provenance.json").read_text())
+    if prov.get("data_source", {}).get("mode") != "measure":
+        raise ArchiveError("only a measured run can be archived; this one was replayed")
+    dest = root / (name or slug(prov["gpu"]["name"]))
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    for sub, keep in (("raw", KEEP_RAW), ("build", KEEP_BUILD)):
+        for d in sorted((results / sub).glob("*/")):
+            for f in keep:
+                if (d / f).is_file():
+                    (tmp / sub / d.name).mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(d / f, tmp / sub / d.name / f)
+    (tmp / "raw").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(results / "raw" / "provenance.json", tmp / "raw" / "provenance.json")
+    if (results / "run.json").is_file():  # what the run cost (gpumm.archive.runrecord)
+        shutil.copy2(results / "run.json", tmp / "run.json")
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return dest

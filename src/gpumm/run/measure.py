@@ -1,0 +1,404 @@
+"""Verify, then time, one variant at every configured shape and memory mode.
+
+For each shape (smallest work first) and memory mode, before any timing:
+
+1. the exact check: inputs of small nonzero integers, C poisoned with NaN,
+   one product, which must equal the float64 reference bit for bit;
+2. the rounding check: fresh random inputs (uniform in [-1, 1)), C poisoned,
+   one product, within the rounding tolerance of the float64 reference
+   (:mod:`gpumm.run.verify` gives both rules and their reasons).
+
+Only a variant that passes both is timed, on the random inputs. Every array
+the product touches (A, B, C and the B^T of the variants that transpose B
+first) lives in the memory mode under test, and the product's time includes
+its preparation step, which is also timed on its own.
+
+GPU kernel times are batched (:mod:`gpumm.run.timing`): each sample is the
+per-launch time of a CUDA graph of back-to-back launches lasting at least
+2 ms, so short kernels are not timed at the host's launch rate. The GPU's
+clocks and temperature during each timed set are recorded (NVML,
+:mod:`gpumm.run.clocks`), and a set whose SM clock fell below the maximum is
+marked throttled.
+
+How many samples each set takes is :mod:`gpumm.run.sampling`'s rule: at least
+a minimum, then until the set is quiet (its interquartile range a small share
+of its median), full or out of time; each set records why it stopped. The
+checks' two launches come first and count as warm-up: a kernel they already
+ran for ``warmup_s`` gets no more. A shape whose predicted cost (the checks
+and the minimum of samples, from the rate at the shape before, then from the
+last check's own launch) exceeds the budget is skipped, and the skip is a
+row in the output with its reason.
+"""
+
+import contextlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpumm.run import clocks, memory, operations, sampling, timing, verify
+from gpumm.run.launch import Launcher
+from gpumm.setup import columns
+from gpumm.setup.catalog import Variant
+
+COLUMNS = columns.SAMPLES
+CHECK_LAUNCHES = 2  # the exact check and the rounding check each run the product once before any timing
+
+
+@dataclass(frozen=True)
+class Plan:
+    shapes: list[tuple[int, int, int]]
+    modes: list[str]
+    seed: int
+    cpu_max_mnk: int
+    rule: sampling.Rule = field(default_factory=sampling.Rule)  # when a timed set has enough samples
+    warmup: timing.Warmup = field(default_factory=timing.Warmup)
+    budget_s: float = 15.0  # longest one variant's timing at one shape may take (checks included)
+    end_to_end_max_size: int = 2048  # GPU variants are also timed end to end up to this size
+    mode_max_size: dict = field(
+        default_factory=dict
+    )  # a memory mode runs the shapes whose largest side is at most this
+
+    @classmethod
+    def from_config(cls, timing_cfg: dict, **kw) -> "Plan":
+        """A plan from the config's ``timing`` section (defaults filled by the schema) and the rest by name."""
+        t = timing_cfg
+        return cls(
+            rule=rule_from(t),
+            warmup=timing.Warmup(count=t.get("warmups", 3), seconds=t.get("warmup_s", 0.05)),
+            budget_s=t.get("budget_s", 15.0),
+            end_to_end_max_size=t.get("end_to_end_max_size", 2048),
+            **kw,
+        )
+
+
+def rule_from(t: dict) -> sampling.Rule:
+    """The stopping rule the config's ``timing`` section sets."""
+    return sampling.Rule(
+        min_samples=t.get("min_samples", 5),
+        max_samples=t.get("max_samples", 20),
+        max_noise_pct=t.get("max_noise_pct", 0.5),
+        timeout_s=t.get("timeout_s", 2.0),
+    )
+
+
+def inputs(seed: int, M: int, N: int, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random A (M x K) and B (K x N), uniform in [-1, 1), float32; fresh per shape (the timed inputs)."""
+    return verify.random_inputs(seed, M, N, K)
+
+
+def shapes_from(sizes: list[int], extra: list[list[int]]) -> list[tuple[int, int, int]]:
+    """Square sizes and extra shapes, without repeats, smallest work first."""
+    shapes = {(s, s, s) for s in sizes} | {tuple(s) for s in extra}
+    return sorted(shapes, key=lambda s: (s[0] * s[1] * s[2], s))
+
+
+def _stream(variant: Variant):
+    """A non-default stream for GPU variants (graph capture needs one), nothing for the CPU ones."""
+    if not variant.on_gpu:
+        return contextlib.nullcontext()
+    import cupy
+
+    return cupy.cuda.Stream(non_blocking=True)
+
+
+def run(variant: Variant, binary, plan: Plan, progress: bool = True) -> pd.DataFrame:
+    """All rows (samples, failures, skips) for one variant."""
+    with _stream(variant):
+        return _run(variant, binary, plan, progress)
+
+
+def work_list(variant: Variant, plan: Plan) -> list[tuple[str, tuple[int, int, int]]]:
+    """(memory mode, shape) pairs in the order they are measured: device memory at every shape, then each other
+    mode at the shapes whose largest side is at most its ``mode_max_size`` (CPU variants: host memory)."""
+    if not variant.on_gpu:
+        return [("host", s) for s in plan.shapes]
+    return [(m, s) for m in plan.modes for s in plan.shapes if max(s) <= plan.mode_max_size.get(m, 1 << 30)]
+
+
+def predicted_s(single_s: float, plan: Plan, cold: bool = False, checks: int = CHECK_LAUNCHES) -> float:
+    """Seconds a set whose launch takes ``single_s`` costs at least: its checks and its minimum of samples (and
+    as many cold runs)."""
+    return single_s * (checks + plan.rule.min_samples * (2 if cold else 1))
+
+
+def _run(variant: Variant, binary, plan: Plan, progress: bool) -> pd.DataFrame:
+    from tqdm import tqdm
+
+    launcher = Launcher(variant, binary)
+    op = operations.get(variant.op)
+    watch = clocks.Watch(pci_bus_id=_bus_id()) if variant.on_gpu else None
+    rows: list[dict] = []
+    work = work_list(variant, plan)
+    bar = tqdm(work, desc=variant.id, unit="shape", disable=not progress, mininterval=0.5)
+    rate: dict[str, float] = {}  # flop/s at the last measured shape, per mode
+    broken = ""
+    sets: list[list] = []  # [mode, M, N, K, seconds] of each set: where a variant's time went
+    for mode_name, (M, N, K) in bar:
+        bar.set_postfix_str(f"{mode_name} {M}x{N}x{K}")
+        set_start = time.monotonic()
+        base = dict(
+            variant=variant.id,
+            family=variant.family,
+            defines=variant.defines_text(),
+            kind=variant.kind,
+            M=M,
+            N=N,
+            K=K,
+            memory_mode=mode_name,
+            timed="kernel" if variant.on_gpu else "end_to_end",
+        )
+        flops, nbytes = variant.work(M, N, K)
+        base.update(work_flops=flops, work_bytes=nbytes)
+        cost = flops or nbytes  # what the rate below counts: flops, or bytes for the operations without any
+        mode = memory.get(mode_name)
+        cold = "cold" in mode.info.timed
+        if broken:
+            rows.append({**base, "status": "failed", "reason": f"not run: an earlier error ({broken})"})
+        elif variant.max_size and max(M, N, K) > variant.max_size:
+            rows.append(
+                {
+                    **base,
+                    "status": "skipped",
+                    "reason": f"larger than this variant's max_size {variant.max_size} (catalog)",
+                }
+            )
+        elif mode_name in rate and predicted_s(cost / rate[mode_name], plan, cold) > plan.budget_s:
+            predicted = predicted_s(cost / rate[mode_name], plan, cold)
+            rows.append(
+                {
+                    **base,
+                    "status": "skipped",
+                    "reason": f"predicted {predicted:.0f} s for its checks and {plan.rule.min_samples} samples "
+                    f"> budget {plan.budget_s:g} s",
+                }
+            )
+        else:
+            try:
+                new_rows, seconds = _one_shape(launcher, op, mode, plan, base, watch)
+            except memory.Refused as exc:  # nothing was allocated: the next shapes may still fit
+                rows.append({**base, "status": "skipped", "reason": str(exc)})
+                continue
+            except Exception as exc:  # a CUDA error poisons the context: record any error, stop launching
+                broken = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                rows.append({**base, "status": "failed", "reason": broken})
+                continue
+            _free(variant)  # this shape's arrays are gone: return their memory
+            rows.extend(new_rows)
+            if seconds:
+                rate[mode_name] = cost / seconds
+        sets.append([mode_name, M, N, K, round(time.monotonic() - set_start, 3)])
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    df.attrs["sets"] = sets
+    return df
+
+
+def _timed_set(watch, fn, *args, **kw) -> tuple[timing.Timed, dict]:
+    """Run a timing function while NVML watches the clocks."""
+    if watch is None:
+        return fn(*args, **kw), dict.fromkeys(clocks.FIELDS)
+    watch.start()
+    try:
+        result = fn(*args, **kw)
+    finally:
+        seen = watch.stop()
+    return result, seen
+
+
+def _one_shape(launcher, op, mode, plan, base, watch):
+    variant = launcher.variant
+    M, N, K = base["M"], base["N"], base["K"]
+    checked = op.check(launcher, mode, plan.seed, plan.cpu_max_mnk, (M, N, K))
+    exact, rounding = checked.exact, checked.rounding
+    check = exact if not exact.ok else rounding
+    common = dict(
+        exact_check="ok" if exact.ok and not exact.reason else ("not made" if exact.ok else "failed"),
+        max_rel_err=rounding.max_rel_err,
+        tolerance=rounding.tolerance,
+        reference=rounding.reference or exact.reference,
+        verified=exact.ok and rounding.ok,
+    )
+    if not (exact.ok and rounding.ok):
+        return [{**base, **common, "status": "failed", "reason": check.reason}], 0.0
+    inputs, out, made, product = checked.arrays
+
+    def hosts():  # the inputs as host arrays (the large shapes' are made on the GPU), for the steps that copy them
+        return [memory.to_host(h) for h in made]
+
+    library = getattr(product, "library", "")
+    cold = "cold" in mode.info.timed
+    # the last check's launch (on the inputs that are now timed) predicts the timing; skip it if over budget
+    single = checked.launch_ms / 1e3
+    if single * plan.rule.min_samples * (2 if cold else 1) > plan.budget_s:
+        reason = (
+            f"one run took {single:.2f} s: {plan.rule.min_samples} samples > budget {plan.budget_s:g} s "
+            "(verified, not timed)"
+        )
+        return [{**base, **common, "status": "skipped", "reason": reason}], single
+    warm = plan.warmup
+    timed: dict[str, tuple[timing.Timed, dict]] = {}
+    if cold:
+        # cold: the host writes the inputs again (their pages go back to the host), then one timed run
+        # (with the mode's prefetch inside the timing); warm: the runs after, pages resident
+        def cold_run():
+            mode.before_run(inputs)
+            product()
+
+        seen = []
+        host_inputs = hosts()
+
+        def take(k):
+            got = []
+            for _ in range(k):
+                for array, host in zip(inputs, host_inputs):
+                    mode.write_on_host(array, host)
+                t, c = _timed_set(watch, timing.time_single, cold_run, 0, 1)
+                got += t.samples
+                seen.append(c)
+            return got
+
+        s = sampling.collect(take, plan.rule)
+        timed["cold"] = (timing.Timed(s.samples, 1, "single", s.stop, 0), _merge_clocks(seen))
+        timed["warm"] = _timed_set(watch, timing.calibrated, product, warm, plan.rule, checked.launch_ms)
+    elif variant.on_gpu:
+        timed[base["timed"]] = _timed_set(
+            watch, timing.calibrated, product, warm, plan.rule, checked.launch_ms, checked.checks_s
+        )
+    else:
+        timed[base["timed"]] = _timed_set(
+            watch, timing.time_host, product, warm, plan.rule, checked.launch_ms, checked.checks_s
+        )
+    if getattr(product, "prepare", None) is not None:
+        timed["prepare"] = _timed_set(watch, timing.calibrated, product.prepare, warm, plan.rule)
+    e2e = "end_to_end" in mode.info.timed and variant.on_gpu and op.end_to_end
+    if e2e and max(M, N, K) <= plan.end_to_end_max_size:
+        out_host = np.empty(out.shape, dtype=np.float32)
+        host_inputs = hosts()
+
+        def end_to_end():
+            for array, host in zip(inputs, host_inputs):
+                mode.upload(array, host)
+            product()
+            mode.download(out, out_host)
+
+        timed["end_to_end"] = _timed_set(watch, timing.time_single, end_to_end, warm, plan.rule)
+    rows = []
+    flops, nbytes = base["work_flops"], base["work_bytes"]
+    for what, (t, seen) in timed.items():
+        rows += [
+            {
+                **base,
+                **common,
+                **seen,
+                "timed": what,
+                "repeat": i,
+                "ms": ms,
+                "gflops": flops / (ms * 1e-3) / 1e9 if what != "prepare" and flops else np.nan,
+                "gbs": nbytes / (ms * 1e-3) / 1e9 if what != "prepare" else np.nan,
+                "batch": t.batch,
+                "method": t.method,
+                "warmups": t.warmups,
+                "stop": t.stop,
+                "status": "ok",
+                "reason": "",
+                "library": library,
+            }
+            for i, ms in enumerate(t.samples)
+        ]
+    main = timed.get(base["timed"]) or timed["warm"]
+    return rows, float(np.median(main[0].samples)) / 1e3
+
+
+def _merge_clocks(seen: list[dict]) -> dict:
+    """One set of clock fields for several short timed runs (the cold runs)."""
+    have = [s for s in seen if s.get("sm_clock_mhz") is not None]
+    if not have:
+        return dict.fromkeys(clocks.FIELDS)
+    reasons = 0
+    for s in have:
+        reasons |= int(s["clock_reasons"], 16)
+    return {
+        "sm_clock_mhz": float(np.median([s["sm_clock_mhz"] for s in have])),
+        "sm_clock_min_mhz": min(s["sm_clock_min_mhz"] for s in have),
+        "mem_clock_mhz": float(np.median([s["mem_clock_mhz"] for s in have])),
+        "temperature_c": max(s["temperature_c"] for s in have),
+        "clock_reasons": hex(reasons),
+        "throttled": any(s["throttled"] for s in have),
+    }
+
+
+def _free(variant: Variant) -> None:
+    if variant.on_gpu:
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def write(df: pd.DataFrame, meta: dict, out_dir: Path) -> None:
+    """samples.csv and meta.json, each written whole or not at all."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out_dir / "samples.csv.tmp", index=False)
+    (out_dir / "meta.json.tmp").write_text(json.dumps(meta, indent=1))
+    (out_dir / "samples.csv.tmp").replace(out_dir / "samples.csv")
+    (out_dir / "meta.json.tmp").replace(out_dir / "meta.json")
+
+
+def _bus_id() -> str | None:
+    """PCI bus id of the current CUDA device: how NVML finds the same GPU (its indices may differ from CUDA's)."""
+    try:
+        import cupy
+
+        return cupy.cuda.Device().pci_bus_id
+    except Exception:
+        return None
+
+
+def device_identity() -> dict:
+    """Which GPU a measurement ran on: CUDA index, PCI bus id, name and UUID (NVML), or nothing on the host."""
+    try:
+        import cupy
+
+        bus = _bus_id()
+        return {"index": cupy.cuda.Device().id, "pci_bus_id": bus, **clocks.Watch(pci_bus_id=bus).identity()}
+    except Exception:
+        return {}
+
+
+def meta_for(variant: Variant, plan: Plan, started: float, df: pd.DataFrame) -> dict:
+    status = df.drop_duplicates(["M", "N", "K", "memory_mode"])["status"].value_counts().to_dict()
+    return {
+        "variant": variant.id,
+        "family": variant.family,
+        "defines": variant.defines_text(),
+        "digest": variant.digest(),
+        "source": variant.file,
+        "seed": plan.seed,
+        "warmups": plan.warmup.count,
+        "warmup_s": plan.warmup.seconds,
+        "sampling": {
+            "min_samples": plan.rule.min_samples,
+            "max_samples": plan.rule.max_samples,
+            "max_noise_pct": plan.rule.max_noise_pct,
+            "timeout_s": plan.rule.timeout_s,
+            "rule": plan.rule.describe(),
+        },
+        "budget_s": plan.budget_s,
+        "batch_target_ms": timing.TARGET_MS,
+        "operation": variant.op,
+        "verification": (
+            f"exact: nonzero integers in [-4, 4], result equal to the float64 product bit for bit; "
+            f"rounding: uniform [-1, 1) inputs, |C-ref|/(|A||B|) <= {verify.ROUNDING_TOLERANCE_U}u "
+            "(see gpumm/verify.py)"
+            if variant.op == "matmul"
+            else f"exact: the output equals the input ({variant.op}) bit for bit, poisoned with NaN first"
+        ),
+        "device": device_identity() if variant.on_gpu else {},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "seconds": round(time.time() - started, 2),
+        "shape_status": status,
+        "set_seconds": df.attrs.get("sets", []),  # [memory mode, M, N, K, seconds] per set, in order
+        "origin": "measured",
+    }

@@ -1,0 +1,241 @@
+"""The operations a catalog variant can compute, each behind one interface.
+
+A variant's ``op`` (catalog key, ``matmul`` by default) names one of these.
+An operation says which arrays it takes and makes, how a kernel of it is
+launched, how its result is checked before any timing, which shapes it runs
+at, and what its rate is counted in. The measurement loop, the launcher and
+the profiler go through it, so a new operation is one class here and one
+entry per kernel in the catalog:
+
+- ``matmul``: C = A·B, A M×K, B K×N (the multiplies of every seed);
+- ``transpose``: out = inᵀ, in M×N, out N×M (seed 002's transpose, S2-TR);
+- ``copy``: out = in, M×N (the transposes' ceiling: the same bytes, no turn).
+
+Shapes are always (M, N, K); the operations that have no K use 1.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpumm.run import memo, verify
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The checks of one shape, and the arrays and the bound launch to time when they pass."""
+
+    exact: verify.Check
+    rounding: verify.Check
+    arrays: tuple = ()  # (inputs on the device, output, host inputs, the launch)
+    launch_ms: float = 0.0  # the last check's launch, on the inputs that are then timed: the first estimate
+    checks_s: float = 0.0  # seconds the checks' launches ran: they warm the kernel up for the timing
+
+
+class Operation:
+    name = ""
+    unit = ""  # the rate the report shows: GFLOP/s or GB/s
+    memory_modes = False  # runs under every memory mode of the config (else device only)
+    end_to_end = False  # also timed with its host-to-device copies
+    footprint = 8  # bytes of its arrays at square size n, over n² (for the profile's regime)
+
+    def shapes(self, config: dict) -> list[tuple[int, int, int]]:
+        raise NotImplementedError
+
+    def profile_arrays(self, seed: int, n: int) -> list[np.ndarray]:
+        """Host inputs of the profiled launch at square size n."""
+        raise NotImplementedError
+
+    def output_shape(self, M: int, N: int, K: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def kernel_args(self, inputs, output, M: int, N: int, K: int) -> tuple:
+        """The arguments a kernel of this operation takes after its arrays."""
+        raise NotImplementedError
+
+    def check(self, launcher, mode, seed: int, cpu_max_mnk: int, shape) -> Checked:
+        raise NotImplementedError
+
+
+def _shapes(sizes, extra, square) -> list[tuple[int, int, int]]:
+    shapes = {square(s) for s in sizes} | {tuple(s) for s in extra}
+    return sorted(shapes, key=lambda s: (s[0] * s[1] * s[2], s))
+
+
+class Matmul(Operation):
+    name = "matmul"
+    unit = "GFLOP/s"
+    memory_modes = True
+    end_to_end = True
+    footprint = 12  # A, B and C
+
+    def shapes(self, config):
+        return _shapes(config["sizes"], config.get("shapes", []), lambda s: (s, s, s))
+
+    def profile_arrays(self, seed, n):
+        return list(verify.random_inputs(seed, n, n, n))
+
+    def output_shape(self, M, N, K):
+        return (M, N)
+
+    def check(self, launcher, mode, seed, cpu_max_mnk, shape):
+        """The exact check (small integers), then the rounding check (random floats); see gpumm.run.verify.
+
+        Inputs and references depend only on the seed and the shape: they are made once and kept
+        (:mod:`gpumm.run.memo`) for the next memory mode and the next variant at the same shape.
+        """
+        M, N, K = shape
+        on_gpu = launcher.variant.on_gpu
+        # shapes checked against a reference on the GPU get their inputs made there too (CuPy's generators)
+        xp = _cupy() if on_gpu and M * N * K > cpu_max_mnk else np
+        where_made = "gpu" if xp is not np else "cpu"
+        spent = 0.0
+        if K <= verify.EXACT_MAX_K:
+            A_e, B_e = memo.STORE.get(
+                ("exact", where_made, seed, M, N, K), lambda: verify.exact_inputs(seed, M, N, K, xp)
+            )
+            _, C, product = place(launcher, mode, [A_e, B_e], (M, N))
+            spent += timed_run(product, on_gpu) / 1e3
+            ref, _, where = memo.STORE.get(
+                ("exact_ref", where_made, seed, M, N, K, cpu_max_mnk),
+                lambda: verify.reference(A_e, B_e, cpu_max_mnk, absolute=False),
+            )
+            exact = verify.compare_exact(mode.fetch(C) if where == "cpu_f64" else C, ref, where)
+            del ref, C, product
+        else:
+            exact = verify.Check(True, 0.0, 0.0, "", f"not made: K > {verify.EXACT_MAX_K}", "exact")
+        if not exact.ok:
+            skipped = verify.Check(False, np.nan, verify.tolerance(K), "", "not made: the exact check failed")
+            return Checked(exact, skipped)
+        A_host, B_host = memo.STORE.get(
+            ("random", where_made, seed, M, N, K), lambda: verify.random_inputs(seed, M, N, K, xp)
+        )
+        inputs, C, product = place(launcher, mode, [A_host, B_host], (M, N))
+        launch_ms = timed_run(product, on_gpu)
+        ref, abs_ref, where = memo.STORE.get(
+            ("random_ref", where_made, seed, M, N, K, cpu_max_mnk),
+            lambda: verify.reference(A_host, B_host, cpu_max_mnk),
+        )
+        rounding = verify.compare(mode.fetch(C) if where == "cpu_f64" else C, ref, abs_ref, K, where)
+        arrays = (inputs, C, [A_host, B_host], product)
+        return Checked(exact, rounding, arrays, launch_ms, spent + launch_ms / 1e3)
+
+
+class Transpose(Operation):
+    """out = inᵀ; checked exactly: a transpose only moves bits."""
+
+    name = "transpose"
+    unit = "GB/s"
+
+    def shapes(self, config):
+        t = config.get("transpose", {})
+        return _shapes(t.get("sizes", []), [[m, n, 1] for m, n in t.get("shapes", [])], lambda s: (s, s, 1))
+
+    def profile_arrays(self, seed, n):
+        return [self._input(seed, n, n)]
+
+    def output_shape(self, M, N, K):
+        return (N, M)
+
+    def kernel_args(self, inputs, output, M, N, K):
+        return (inputs[0], output, np.int32(M), np.int32(N))
+
+    @staticmethod
+    def _input(seed, M, N, xp=np):
+        """Random floats with every bit pattern of the significand in play (never zero), fresh per shape (made on
+        the GPU with xp=cupy)."""
+        rng = verify._rng(xp, seed, M, N, 7)
+        sign = xp.asarray(np.float32([-1, 1]))[rng.integers(0, 2, (M, N))]
+        return (rng.random((M, N), dtype=np.float32) + 0.5) * sign
+
+    def expected(self, a):
+        """The transposed input, made where it lives by NumPy or CuPy (on the GPU, CuPy's own copy kernel), not by
+        a kernel under test."""
+        return _xp(a).ascontiguousarray(a.T)
+
+    def check(self, launcher, mode, seed, cpu_max_mnk, shape):
+        """Bit for bit against CuPy's own transpose (or copy) of the same input, on the GPU."""
+        M, N, _ = shape
+        cupy = _cupy()
+        host = memo.STORE.get(("transpose_input", seed, M, N), lambda: self._input(seed, M, N, cupy))
+        # made before any kernel under test runs, from the kept input (placing it copies it: a kernel that wrote
+        # its input cannot change what the next variant is checked against)
+        expected = memo.STORE.get((self.name, "expected", seed, M, N), lambda: self.expected(host))
+        inputs, out, launch = place(launcher, mode, [host], self.output_shape(M, N, 1))
+        launch_ms = timed_run(launch, True)
+        exact = verify.compare_equal(out, expected)
+        rounding = verify.Check(exact.ok, 0.0, 0.0, exact.reference, exact.reason or "", "rounding")  # nothing to round
+        arrays = (inputs, out, [host], launch) if exact.ok else ()
+        return Checked(exact, rounding, arrays, launch_ms, launch_ms / 1e3)
+
+
+class Copy(Transpose):
+    """out = in, with the transposes' tiling: their ceiling."""
+
+    name = "copy"
+
+    def output_shape(self, M, N, K):
+        return (M, N)
+
+    def expected(self, a):
+        """The input copied where it lives."""
+        return a.copy()
+
+
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (Matmul(), Transpose(), Copy())}
+
+
+def get(name: str | None) -> Operation:
+    try:
+        return OPERATIONS[name or "matmul"]
+    except KeyError:
+        raise ValueError(f"unknown operation {name!r}; allowed: {', '.join(OPERATIONS)}") from None
+
+
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+def _xp(a):
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def place(launcher, mode, hosts: list[np.ndarray], out_shape) -> tuple[list, object, Callable[[], None]]:
+    """Inputs placed in the memory mode, the output poisoned with NaN, and the bound launch."""
+    inputs = [mode.place(h) for h in hosts]
+    out = mode.empty(out_shape)
+    out.fill(np.nan)  # poison: an element the kernel never writes stays NaN
+    return inputs, out, launcher.bind(*inputs, out, scratch=mode.empty)
+
+
+def timed_run(launch: Callable[[], None], on_gpu: bool) -> float:
+    """Milliseconds of one run of ``launch`` (CUDA events on the GPU, the host clock for a CPU variant), waited for."""
+    if not on_gpu:
+        import time
+
+        t0 = time.perf_counter()
+        launch()
+        return (time.perf_counter() - t0) * 1e3
+    import cupy
+
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    launch()
+    end.record()
+    sync(True)
+    return cupy.cuda.get_elapsed_time(start, end)
+
+
+def sync(on_gpu: bool) -> None:
+    if on_gpu:
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+        cupy.cuda.Device().synchronize()

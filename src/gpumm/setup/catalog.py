@@ -1,0 +1,299 @@
+"""The kernel catalog: load it, check it, expand it into runnable variants.
+
+``kernels/catalog.yaml`` lists variant *families*. A family with params (a
+compile-time define such as TILE) expands to one :class:`Variant` per value,
+named ``<family>_<param><value>`` (``tiled_tile16``); a family without params
+is one variant named like the family.
+"""
+
+import copy
+import dataclasses
+import hashlib
+import itertools
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from gpumm.setup import expr, paths
+
+MAX_THREADS_PER_BLOCK = 1024
+# how every variant is launched: part of its digest (its bytes, so it is never edited for a move: see gpumm/__init__)
+LAUNCH_CODE = Path(__file__).resolve().parents[1] / "run" / "launch.py"
+
+
+class CatalogError(ValueError):
+    """The catalog, or a selection from it, is not valid."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One buildable, runnable kernel variant."""
+
+    id: str
+    family: str
+    kind: str  # cuda | cublas | cpu
+    label: str
+    flops: str
+    bytes: str
+    studies: tuple[str, ...]
+    file: str | None = None
+    entry: str | None = None
+    block: tuple[str, str] | None = None
+    grid: tuple[str, str] | None = None
+    defines: tuple[tuple[str, int], ...] = field(default_factory=tuple)  # params first, then fixed ones
+    includes: tuple[str, ...] = ()
+    nvcc_flags: tuple[str, ...] = ()
+    prepare: tuple[str, tuple[str, str], tuple[str, str]] | None = None  # entry, block, grid
+    max_size: int | None = None
+    rung_below: str | None = None
+    threads: int | None = None  # cpu blas: BLAS threads (None: every core)
+    op: str = "matmul"  # what it computes: an operation of gpumm.run.operations
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.kind == "cuda"
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.kind in ("cuda", "cublas")
+
+    @property
+    def is_built(self) -> bool:
+        """A variant with a source file to compile: a CUDA kernel, or a C function for the host."""
+        return self.file is not None
+
+    @property
+    def binary_name(self) -> str | None:
+        """The file its build writes and its measurement loads."""
+        if self.is_cuda:
+            return "kernel.cubin"
+        return "libkernel.so" if self.is_built else None
+
+    @property
+    def source(self) -> Path | None:
+        return paths.KERNELS / self.file if self.file else None
+
+    def inputs(self) -> list[Path]:
+        """Every file the build reads: the kernel file and what it includes."""
+        return [paths.KERNELS / f for f in (self.file, *self.includes) if f]
+
+    def prepare_dims(self, M: int, N: int, K: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(grid, block) of the preparation kernel."""
+        _, block, grid = self.prepare
+        names = self.names(M, N, K)
+        g = tuple(int(expr.evaluate(e, names)) for e in grid) + (1,)
+        b = tuple(int(expr.evaluate(e, names)) for e in block) + (1,)
+        return g, b
+
+    def defines_text(self) -> str:
+        """Defines as 'A=1,B=2' ('' when none), the form written to tables."""
+        return ",".join(f"{k}={v}" for k, v in self.defines)
+
+    def names(self, M: int = 0, N: int = 0, K: int = 0) -> dict[str, int]:
+        return {"M": M, "N": N, "K": K, **dict(self.defines)}
+
+    def block_dims(self) -> tuple[int, int, int]:
+        x, y = (int(expr.evaluate(e, self.names())) for e in self.block)
+        return (x, y, 1)
+
+    def grid_dims(self, M: int, N: int, K: int) -> tuple[int, int, int]:
+        x, y = (int(expr.evaluate(e, self.names(M, N, K))) for e in self.grid)
+        return (x, y, 1)
+
+    def work(self, M: int, N: int, K: int) -> tuple[float, float]:
+        """(flops, bytes) of one product by the catalog's model."""
+        names = self.names(M, N, K)
+        return (float(expr.evaluate(self.flops, names)), float(expr.evaluate(self.bytes, names)))
+
+    def digest(self) -> str:
+        """Digest of everything that decides what this variant runs.
+
+        Its catalog entry as expanded (kind, entry, defines, flags, launch
+        geometry, preparation, threads, work model), the bytes of its source
+        and of every file it includes, and the launch code (``launch.py``,
+        which defines cuBLAS and the CPU baselines entirely): a change to any
+        of them marks an archived measurement stale.
+        """
+        h = hashlib.sha256()
+        entry = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("label", "studies", "rung_below")}
+        h.update(json.dumps(entry, sort_keys=True, default=list).encode())
+        for f in self.inputs():
+            h.update(f.read_bytes())
+        h.update(LAUNCH_CODE.read_bytes())
+        return h.hexdigest()[:16]
+
+
+def read_yaml(text: str):
+    """Parse YAML safely, with libyaml's C parser where PyYAML has it (ten times faster than the pure-Python
+    one; the catalog is read by every step of the pipeline)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def microbenchmarks(path: Path = paths.CATALOG) -> dict:
+    """The catalog's memory micro-benchmarks by name (file, entries), each file checked to exist."""
+    micro = copy.deepcopy(_checked(path).get("microbenchmarks", {}))
+    for name, m in micro.items():
+        if not (paths.KERNELS / m["file"]).is_file():
+            raise CatalogError(
+                f"catalog: microbenchmarks.{name}: kernel file {paths.KERNELS / m['file']} does not exist"
+            )
+    return micro
+
+
+_CHECKED: dict[tuple, dict] = {}  # catalogs already read and checked, by (path, text)
+# The fingerprint (catalog and schema text) of the catalog this process checked: the steps it starts
+# (Snakemake's jobs, about a hundred of them) inherit it and do not check that same text again
+CHECKED_ENV = "GPUMM_CATALOG_CHECKED"
+
+
+def load(path: Path = paths.CATALOG) -> dict:
+    """Read and check the catalog; return its families by name (a copy the caller may change)."""
+    return copy.deepcopy(_checked(path)["variants"])
+
+
+def _checked(path: Path) -> dict:
+    """The catalog document, checked; one already checked in this process, with the same text, is not parsed
+    or checked again."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise CatalogError(f"cannot read the kernel catalog {path}: {exc}") from exc
+    key = (str(path), text)
+    if key not in _CHECKED:
+        _CHECKED[key] = _check(path, text)
+    return _CHECKED[key]
+
+
+def _check(path: Path, text: str) -> dict:
+    try:
+        data = read_yaml(text)
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"cannot read the kernel catalog {path}: {exc}") from exc
+    schema_text = paths.CATALOG_SCHEMA.read_text()
+    fingerprint = hashlib.sha256((text + "\0" + schema_text).encode()).hexdigest()[:32]
+    if os.environ.get(CHECKED_ENV) == fingerprint:
+        return data
+    import jsonschema  # a tenth of a second to import: only where the catalog is checked
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(read_yaml(schema_text)).iter_errors(data))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top)"
+        raise CatalogError(f"{path.name}: {where}: {error.message}")
+    families = data["variants"]
+    for name, fam in families.items():
+        _check_family(name, fam, families)
+    os.environ[CHECKED_ENV] = fingerprint
+    return data
+
+
+def _check_family(name: str, fam: dict, families: dict) -> None:
+    below = fam.get("rung_below")
+    if below is not None and below not in families:
+        raise CatalogError(f"catalog: {name}.rung_below: no family {below!r}")
+    if fam["kind"] == "cuda" or fam.get("file"):
+        for f in (fam["file"], *fam.get("includes", [])):
+            if not (paths.KERNELS / f).is_file():
+                raise CatalogError(f"catalog: {name}: kernel file {paths.KERNELS / f} does not exist")
+    if fam["kind"] != "cuda":
+        return
+    params = fam.get("params", {})
+    allowed = {"M", "N", "K", *params, *fam.get("defines", {})}
+    for flag in fam.get("nvcc_flags", []):
+        unknown = set(re.findall(r"{(\w+)}", flag)) - set(params)
+        if unknown:
+            raise CatalogError(f"catalog: {name}.nvcc_flags: {flag!r} names no param {sorted(unknown)}")
+    prep = fam.get("prepare", {})
+    checks = [("block", fam["block"]), ("grid", fam["grid"]), ("flops", [fam["flops"]]), ("bytes", [fam["bytes"]])]
+    checks += [("prepare.block", prep.get("block", [])), ("prepare.grid", prep.get("grid", []))]
+    for key, items in checks:
+        for text in items:
+            try:
+                unknown = expr.names_in(text) - allowed
+            except SyntaxError as exc:
+                raise CatalogError(f"catalog: {name}.{key}: cannot parse {text!r}") from exc
+            if unknown:
+                raise CatalogError(f"catalog: {name}.{key}: unknown names {sorted(unknown)} in {text!r}")
+    for pname, spec in params.items():
+        bad = [v for v in spec["default"] if not spec["min"] <= v <= spec["max"]]
+        if bad:
+            raise CatalogError(f"catalog: {name}.params.{pname}: defaults {bad} outside {spec['min']}..{spec['max']}")
+
+
+def expand(selection: dict[str, dict[str, list[int]]], families: dict | None = None) -> list[Variant]:
+    """Turn the config's ``variants`` selection into Variants, checking every value.
+
+    Raises CatalogError naming the config key and what is allowed.
+    """
+    families = load() if families is None else families
+    out: list[Variant] = []
+    for name, chosen in selection.items():
+        if name not in families:
+            raise CatalogError(f"variants.{name}: unknown variant; allowed: {', '.join(sorted(families))}")
+        fam = families[name]
+        params = fam.get("params", {})
+        chosen = chosen or {}
+        for pname in chosen:
+            if pname not in params:
+                allowed = ", ".join(params) or "none (this variant has no params)"
+                raise CatalogError(f"variants.{name}.{pname}: unknown param; allowed: {allowed}")
+        values = {}
+        for pname, spec in params.items():
+            vals = chosen.get(pname, spec["default"])
+            for v in vals:
+                if not spec["min"] <= v <= spec["max"]:
+                    raise CatalogError(
+                        f"variants.{name}.{pname}: {v} is not allowed; allowed: integers {spec['min']} to {spec['max']}"
+                    )
+            values[pname] = sorted(set(vals))
+        combos = list(itertools.product(*values.values())) if values else [()]
+        prep = fam.get("prepare")
+        for combo in combos:
+            chosen_params = dict(zip(values.keys(), combo))
+            vid = name + "".join(f"_{k.lower()}{v}" for k, v in chosen_params.items())
+            defines = tuple(chosen_params.items()) + tuple(fam.get("defines", {}).items())
+            variant = Variant(
+                id=vid,
+                family=name,
+                kind=fam["kind"],
+                label=fam["label"],
+                flops=fam["flops"],
+                bytes=fam["bytes"],
+                studies=tuple(fam["studies"]),
+                file=fam.get("file"),
+                entry=fam.get("entry"),
+                block=tuple(fam["block"]) if "block" in fam else None,
+                grid=tuple(fam["grid"]) if "grid" in fam else None,
+                defines=defines,
+                includes=tuple(fam.get("includes", [])),
+                nvcc_flags=tuple(f.format(**chosen_params) for f in fam.get("nvcc_flags", [])),
+                prepare=(prep["entry"], tuple(prep["block"]), tuple(prep["grid"])) if prep else None,
+                max_size=fam.get("max_size"),
+                rung_below=fam.get("rung_below"),
+                threads=fam.get("threads"),
+                op=fam.get("op", "matmul"),
+            )
+            if variant.is_cuda:
+                threads = variant.block_dims()[0] * variant.block_dims()[1]
+                if threads > MAX_THREADS_PER_BLOCK:
+                    raise CatalogError(
+                        f"variants.{name}: {variant.defines_text()} gives {threads} threads per block; "
+                        f"at most {MAX_THREADS_PER_BLOCK} allowed"
+                    )
+            out.append(variant)
+    return out
+
+
+def from_id(vid: str, families: dict | None = None) -> Variant:
+    """The variant a name such as ``tiled_tile16`` stands for."""
+    families = load() if families is None else families
+    for name, fam in families.items():
+        params = list(fam.get("params", {}))
+        pattern = re.escape(name) + "".join(f"_{p.lower()}(\\d+)" for p in params)
+        m = re.fullmatch(pattern, vid)
+        if m:
+            return expand({name: {p: [int(g)] for p, g in zip(params, m.groups())}}, families)[0]
+    raise CatalogError(f"unknown variant {vid!r}")

@@ -1,0 +1,293 @@
+"""Checks of config.yaml beyond what Snakemake's validate() reports.
+
+Snakemake's ``validate()`` checks the config against the JSON schema and fills
+defaults; its message on failure is long. :func:`explain` turns the first
+schema error into one line naming the key and what is allowed, and
+:func:`check` adds the checks a schema cannot express (variants against the
+catalog, the chosen metric set).
+"""
+
+import hashlib
+import json
+
+from gpumm.setup import catalog, paths
+
+
+class ConfigError(ValueError):
+    """A config value is not allowed; the message names the key."""
+
+
+def schema() -> dict:
+    return catalog.read_yaml(paths.CONFIG_SCHEMA.read_text())
+
+
+def _key(path) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def coerce(config, sch: dict | None = None):
+    """Turn the strings Snakemake's ``--config`` makes of list items ('[16,32]' gives ['16', '32']) into the
+    integers, numbers and booleans the schema asks for, in place; anything else is left for the schema check.
+    """
+    sch = schema() if sch is None else sch
+    if isinstance(config, dict):
+        props, extra = sch.get("properties", {}), sch.get("additionalProperties")
+        for key in list(config):
+            sub = props.get(key, extra if isinstance(extra, dict) else {})
+            config[key] = coerce(config[key], sub)
+        return config
+    if isinstance(config, list):
+        items = sch.get("items", {})
+        for i, item in enumerate(config):
+            config[i] = coerce(item, items)
+        return config
+    if isinstance(config, str):
+        types = _types(sch)
+        try:
+            if "integer" in types:
+                return int(config)
+            if "number" in types:
+                return float(config)
+        except ValueError:
+            return config
+        if "boolean" in types and config.lower() in ("true", "false"):
+            return config.lower() == "true"
+    return config
+
+
+def _types(sch: dict) -> set:
+    t = sch.get("type")
+    out = set(t) if isinstance(t, list) else ({t} if t else set())
+    for alt in sch.get("oneOf", []) + sch.get("anyOf", []):
+        out |= _types(alt)
+    return out
+
+
+def explain(config: dict) -> str | None:
+    """One line for the most relevant schema error, or None if the config is valid."""
+    sch = schema()
+    import jsonschema  # a tenth of a second to import: only where a configuration is checked
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(sch).iter_errors(config))
+    if error is None:
+        return None
+    key = _key(error.absolute_path)
+    desc = _description(sch, list(error.absolute_path))
+    value = json.dumps(error.instance) if not isinstance(error.instance, dict) else "this mapping"
+    if error.validator == "additionalProperties":
+        return f"config: {key}: {error.message}" + (f"; allowed keys: {', '.join(_keys_at(sch, error.absolute_path))}")
+    line = f"config: {key} = {value} is not allowed: {error.message}"
+    return line + (f". Allowed: {desc}" if desc else "")
+
+
+def _keys_at(sch: dict, path) -> list[str]:
+    node = sch
+    for p in path:
+        node = (
+            node.get("properties", {}).get(p, node.get("additionalProperties", {}))
+            if isinstance(p, str)
+            else node.get("items", {})
+        )
+    return sorted(node.get("properties", {}))
+
+
+def _description(sch: dict, path: list) -> str:
+    """The schema description nearest to ``path`` (walking down as far as it goes)."""
+    node, desc = sch, ""
+    for p in path:
+        if isinstance(p, int):
+            node = node.get("items", {})
+        else:
+            node = node.get("properties", {}).get(p) or node.get("additionalProperties") or {}
+        if not isinstance(node, dict):
+            break
+        desc = node.get("description", desc)
+    return desc
+
+
+def check(config: dict) -> list[catalog.Variant]:
+    """Checks a schema cannot express; returns the expanded variants.
+
+    Raises ConfigError (message: key, value, what is allowed).
+    """
+    only = config.get("only")
+    selection = config["variants"]
+    if only:
+        families = catalog.load()
+        unknown = [f for f in only if f not in families]
+        if unknown:
+            raise ConfigError(
+                f"config: only: {', '.join(unknown)} is not a variant family; allowed: {', '.join(families)}"
+            )
+        selection = {f: selection.get(f) or {} for f in only}
+    try:
+        variants = catalog.expand(selection)
+    except catalog.CatalogError as exc:
+        raise ConfigError(f"config: {exc}") from exc
+    study = config.get("memory_study_variants", "all")
+    if only and study != "all":  # the families `only` leaves out take their memory-study entries with them
+        config["memory_study_variants"] = study = [s for s in study if s in {v.id for v in variants}]
+    if study != "all":
+        ids = {v.id for v in variants}
+        unknown = [v for v in study if v not in ids]
+        if unknown:
+            raise ConfigError(
+                f"config: memory_study_variants: {', '.join(unknown)} not among the variants this config runs; "
+                f"allowed: all, or names from {', '.join(sorted(ids))}"
+            )
+    prof = config.get("profile", {})
+    sets = prof.get("metric_sets", {})
+    chosen = prof.get("metric_set", "memory")
+    for name in [chosen] if isinstance(chosen, str) else chosen:
+        if prof.get("enabled", True) and name not in sets:
+            allowed = ", ".join(sorted(sets)) or "none defined under profile.metric_sets"
+            raise ConfigError(f"config: profile.metric_set = {name!r} is not allowed; allowed: {allowed}")
+    known = {v.id for v in variants} | {v.family for v in variants}
+    families = catalog.load()
+    for name in config.get("max_size", {}):
+        if name != "default" and name not in known and not _is_variant_name(name, families):
+            raise ConfigError(
+                f"config: max_size.{name}: not a variant family or variant name; allowed: default, "
+                f"{', '.join(sorted(families))} or their variants (e.g. tiled_tile16)"
+            )
+    named = [
+        ("end_to_end_variants", config.get("end_to_end_variants", "all")),
+        ("profile.cached_variants", config.get("profile", {}).get("cached_variants", "all")),
+    ]
+    for set_name, names in prof.get("extra_metric_sets", {}).items():
+        if set_name not in sets:
+            raise ConfigError(
+                f"config: profile.extra_metric_sets.{set_name}: no such metric set; allowed: {', '.join(sorted(sets))}"
+            )
+        named.append((f"profile.extra_metric_sets.{set_name}", names))
+    for key, names in named:
+        for name in [] if names == "all" else names:
+            if name not in known and not _is_variant_name(name, families) and name not in families:
+                raise ConfigError(
+                    f"config: {key}: {name} is not a variant family or variant name; allowed: all, "
+                    f"{', '.join(sorted(families))} or their variants (e.g. tiled_tile16)"
+                )
+    t = config.get("timing", {})
+    if t.get("min_samples", 1) > t.get("max_samples", 10**9):
+        raise ConfigError(
+            f"config: timing.min_samples = {t['min_samples']} is not allowed: more than timing.max_samples "
+            f"({t['max_samples']}). Allowed: at most max_samples"
+        )
+    return variants
+
+
+def _is_variant_name(name: str, families: dict) -> bool:
+    try:
+        catalog.from_id(name, families)
+    except catalog.CatalogError:
+        return False
+    return True
+
+
+def metrics(config: dict) -> list[str]:
+    """The Nsight Compute metrics of the chosen metric set(s), in order, each once."""
+    prof = config.get("profile", {})
+    chosen = prof.get("metric_set", "memory")
+    out: list[str] = []
+    for name in [chosen] if isinstance(chosen, str) else chosen:
+        out += [m for m in prof.get("metric_sets", {}).get(name, []) if m not in out]
+    return out
+
+
+def metric_sets_for(variant, config: dict) -> list[str]:
+    """The names of a variant's metric sets: the chosen one(s), and every extra metric set that names it."""
+    prof = config.get("profile", {})
+    chosen = prof.get("metric_set", "memory")
+    out = [chosen] if isinstance(chosen, str) else list(chosen)
+    out += [name for name, names in prof.get("extra_metric_sets", {}).items() if names_in(names, variant)]
+    return list(dict.fromkeys(out))
+
+
+def max_size_of(variant, config: dict) -> int:
+    """The largest square size ``variant`` is timed at: its own entry in ``max_size``, its family's, or the
+    default (no limit when the config has no ``max_size``)."""
+    limits = config.get("max_size") or {}
+    for key in (variant.id, variant.family):
+        if key in limits:
+            return int(limits[key])
+    return int(limits.get("default", 1 << 30))
+
+
+def shapes_for(variant, config: dict) -> list[tuple[int, int, int]]:
+    """The shapes ``variant`` is measured at in device memory: its operation's square sizes up to its max_size,
+    and every extra shape. (The other memory modes take those whose largest side is at most
+    memory_study_max_size: :func:`gpumm.run.measure.work_list`.)"""
+    from gpumm.run import operations
+
+    op = operations.get(variant.op)
+    if op.name != "matmul":
+        return op.shapes(config)
+    limit = max_size_of(variant, config)
+    square = {(n, n, n) for n in config.get("sizes", [])}
+    return [s for s in op.shapes(config) if s not in square or s[0] <= limit]
+
+
+def modes_for(variant_id: str, config: dict, op: str = "matmul") -> list[str]:
+    """The memory modes a variant runs under: device, plus the others when it is in memory_study_variants
+    and its operation runs under memory modes at all (the transposes run in device memory only)."""
+    from gpumm.run import operations
+
+    if not operations.get(op).memory_modes:
+        return ["device"]
+    modes = config.get("memory_modes", ["device"])
+    study = config.get("memory_study_variants", "all")
+    chosen = [m for m in modes if m == "device" or study == "all" or variant_id in study]
+    return chosen if "device" in chosen else ["device", *chosen]
+
+
+# Keys that decide how the report is made, not what is measured: left out of the digest.
+NOT_MEASURED_KEYS = ("mode", "replay_from", "cluster")  # where and how a run happens, not what it measures
+
+
+def measured(config: dict) -> dict:
+    """The effective config without the keys that do not change the measurements."""
+    return {k: v for k, v in config.items() if k not in NOT_MEASURED_KEYS}
+
+
+def digest(config: dict) -> str:
+    """A stable digest of the effective config (after defaults), without the keys of NOT_MEASURED_KEYS."""
+    return hashlib.sha256(json.dumps(measured(config), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def names_in(selection, variant) -> bool:
+    """Whether ``variant`` is in a config list of variant and family names (or the word all)."""
+    return selection == "all" or variant.id in selection or variant.family in selection
+
+
+def timing_for(variant, config: dict) -> dict:
+    """The config's timing section as a variant's measurement takes it: end-to-end timing only for the
+    variants of ``end_to_end_variants``."""
+    t = dict(config.get("timing", {}))
+    if not names_in(config.get("end_to_end_variants", "all"), variant):
+        t["end_to_end_max_size"] = 0
+    return t
+
+
+def timing_settings(given: dict | str | None = None) -> dict:
+    """The ``timing`` section: the schema's defaults, overridden by ``given`` (a mapping or its JSON), checked
+    against the schema (ConfigError naming the key)."""
+    if isinstance(given, str):
+        try:
+            given = json.loads(given) if given.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"timing: not JSON ({exc})") from None
+    sch = schema()["properties"]["timing"]
+    out = {k: v["default"] for k, v in sch["properties"].items()}
+    out.update(given or {})
+    problem = explain({"variants": {"naive": {}}, "sizes": [1], "timing": out})
+    if problem:
+        raise ConfigError(problem)
+    if out["min_samples"] > out["max_samples"]:
+        raise ConfigError(
+            f"config: timing.min_samples = {out['min_samples']} is not allowed: more than timing.max_samples "
+            f"({out['max_samples']})"
+        )
+    return out
