@@ -34,7 +34,7 @@ phase=${1:-pipeline}
 budget=${2:-500}
 case "$phase" in
 tests)
-  timeout "$budget" python3 -m pytest -m gpu -q -x tests/test_gpu.py 2>&1 | tee "$OUT/log/pytest-gpu.txt" | tail -15
+  timeout "$budget" python3 -m pytest -m gpu -q -x tests/run/test_gpu.py 2>&1 | tee "$OUT/log/pytest-gpu.txt" | tail -15
   ;;
 pipeline)
   t0=$(date +%s)
@@ -64,7 +64,7 @@ PY
   ;;
 race)
   rungs="blocktile_1d or blocktile_2d or vectorized or warptile or double_buffer"
-  [ -n "${RACE_ONLY_PIPELINE:-}" ] || timeout 120 python3 -m pytest -m gpu -q tests/test_gpu.py \
+  [ -n "${RACE_ONLY_PIPELINE:-}" ] || timeout 120 python3 -m pytest -m gpu -q tests/run/test_gpu.py \
     -k "($rungs) and (float64 or tensor_core)" 2>&1 | tee "$OUT/log/pytest-race.txt" | tail -6
   t0=$(date +%s)
   timeout "$budget" python3 -m snakemake results/tables/summary.csv --cores 1 --configfile tools/race.yaml 2>&1 \
@@ -85,7 +85,7 @@ print(s[s.status != "ok"][["variant", "M", "N", "K", "status", "reason"]].to_str
 PY
   tar czf "$OUT/race.tgz" --exclude='*.ncu-rep' results/raw results/build results/logs results/tables
   [ -n "${RACE_ONLY_PIPELINE:-}" ] || for tool in memcheck racecheck; do
-    timeout 70 compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q tests/test_gpu.py \
+    timeout 70 compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q tests/run/test_gpu.py \
       -k "($rungs) and float64 and (333x517x129 or 17x1x33)" 2>&1 | tee "$OUT/log/sanitize-race-$tool.txt" | tail -3
   done
   ;;
@@ -120,10 +120,10 @@ PY
 sanitize)
   sel="transposes_and_copy_are_exact and (1023x1025 or 1x4097 or 4097x1)"
   for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q -x tests/test_gpu.py -k "$sel" \
+    compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q -x tests/run/test_gpu.py -k "$sel" \
       2>&1 | tee "$OUT/log/sanitize-$tool.txt" | tail -4
   done
-  compute-sanitizer --tool memcheck --error-exitcode 7 python3 -m pytest -m gpu -q -x tests/test_gpu.py \
+  compute-sanitizer --tool memcheck --error-exitcode 7 python3 -m pytest -m gpu -q -x tests/run/test_gpu.py \
     -k memory_hierarchy 2>&1 | tee "$OUT/log/sanitize-hierarchy.txt" | tail -4
   ;;
 parallel)

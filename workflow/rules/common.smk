@@ -15,6 +15,7 @@ sys.path.insert(0, _SRC)
 
 from gpumm.setup import catalog as gpumm_catalog
 from gpumm.setup import config as gpumm_config
+from gpumm.run import settings as gpumm_settings
 from gpumm.run import gpu
 from gpumm.archive import reference
 from gpumm.setup import locks as gpumm_locks
@@ -73,7 +74,7 @@ def measure_shapes(wildcards):
     """The shapes a variant is measured at, as MxNxK,...: its operation's sizes (up to its max_size) and shapes."""
     return ",".join(
         "x".join(map(str, s))
-        for s in gpumm_config.shapes_for(VARIANTS[wildcards.variant], config)
+        for s in gpumm_settings.shapes_for(VARIANTS[wildcards.variant], config)
     )
 
 

@@ -61,23 +61,16 @@ rule measure:
         **GPU_RESOURCES,
     params:
         binary=binary_arg,
-        shapes=measure_shapes,
-        modes=lambda w: ",".join(
-            gpumm_config.modes_for(w.variant, config, VARIANTS[w.variant].op)
+        # everything the measurement reads from the config, as one value (gpumm.run.settings.measure_settings)
+        settings=lambda w: shlex.quote(
+            json.dumps(
+                gpumm_settings.measure_settings(VARIANTS[w.variant], config),
+                sort_keys=True,
+            )
         ),
-        timing=lambda w: json.dumps(
-            gpumm_config.timing_for(VARIANTS[w.variant], config), sort_keys=True
-        ),
-        mode_max=",".join(
-            f"{m}={n}" for m, n in config["memory_study_max_size"].items()
-        ),
-        seed=config["seed"],
-        cpu_max=config["verify"]["cpu_reference_max_mnk"],
     shell:
         "python -m gpumm measure --variant {wildcards.variant} {params.binary}"
-        " --shapes '{params.shapes}' --modes {params.modes} --timing '{params.timing}'"
-        " --mode-max-size '{params.mode_max}' --seed {params.seed}"
-        " --cpu-max-mnk {params.cpu_max} --out-dir results/raw/{wildcards.variant}"
+        " --settings {params.settings} --out-dir results/raw/{wildcards.variant}"
         " 2>&1 | tee {log}"
 
 

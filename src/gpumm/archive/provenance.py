@@ -7,25 +7,8 @@ import shutil
 import subprocess
 import time
 
+from gpumm.run.gpu import ATTRIBUTES
 from gpumm.setup import paths
-
-# cudaDeviceAttr values (driver_types.h); CUDA 13 dropped the clock fields
-# from cudaDeviceProp, the attributes remain.
-ATTRIBUTES = {
-    "sm_clock_khz": 13,
-    "memory_clock_khz": 36,
-    "memory_bus_bits": 37,
-    "sm_count": 16,
-    "l2_bytes": 38,
-    "smem_per_block_optin": 97,
-    "smem_per_sm": 81,
-    "regs_per_sm": 82,
-    "max_threads_per_sm": 39,
-    "max_blocks_per_sm": 106,
-    "regs_per_block": 12,
-    "smem_per_block": 8,
-    "constant_bytes": 9,
-}
 
 
 def _run(cmd: list[str]) -> str:

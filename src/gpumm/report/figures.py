@@ -83,7 +83,8 @@ def regime_note(tables: dict) -> str:
     how = (
         f" Each set takes samples until it is quiet (at least {t['min_samples']}; it stops once its interquartile "
         f"range is at most {t['max_noise_pct']:g}% of its median, at {t['max_samples']} samples, or after "
-        f"{t['timeout_s']:g} s of sampling: `src/gpumm/run/sampling.py`); the tables give each set's samples and spread."
+        f"{t['timeout_s']:g} s of sampling: `src/gpumm/run/sampling.py`); the tables give each set's samples and "
+        "spread."
         if adaptive
         else ""
     )

@@ -14,6 +14,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from gpumm.setup.columns import CLOCK_FIELDS
+
 # A clock at or above this share of the maximum counts as "at the maximum":
 # NVML reports the SM clock in steps of about 15 MHz.
 THROTTLE_SHARE = 0.98
@@ -22,14 +24,7 @@ THROTTLE_SHARE = 0.98
 _IDLE = 0x1  # GpuIdle
 _BENIGN_REASONS = _IDLE | 0x2  # and ApplicationsClocksSetting
 
-FIELDS = (
-    "sm_clock_mhz",
-    "sm_clock_min_mhz",
-    "mem_clock_mhz",
-    "temperature_c",
-    "clock_reasons",
-    "throttled",
-)
+FIELDS = CLOCK_FIELDS
 
 
 def summarise(samples: list[tuple[int, int, int, int]], max_sm_mhz: int | None) -> dict:

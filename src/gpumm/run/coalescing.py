@@ -92,7 +92,7 @@ class Device:
 def device() -> Device:
     import cupy
 
-    from gpumm.archive.provenance import ATTRIBUTES
+    from gpumm.run.gpu import ATTRIBUTES
 
     rt = cupy.cuda.runtime
     dev = cupy.cuda.Device().id

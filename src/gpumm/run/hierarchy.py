@@ -82,7 +82,7 @@ class Kernels:
 def _grid() -> int:
     import cupy
 
-    from gpumm.archive.provenance import ATTRIBUTES
+    from gpumm.run.gpu import ATTRIBUTES
 
     return 8 * cupy.cuda.runtime.deviceGetAttribute(ATTRIBUTES["sm_count"], cupy.cuda.Device().id)
 
@@ -180,7 +180,7 @@ def run(cubin: Path, plan: Plan, progress: bool = True) -> pd.DataFrame:
     import cupy
     from tqdm import tqdm
 
-    from gpumm.archive.provenance import ATTRIBUTES
+    from gpumm.run.gpu import ATTRIBUTES
 
     l2 = cupy.cuda.runtime.deviceGetAttribute(ATTRIBUTES["l2_bytes"], cupy.cuda.Device().id)
     k = Kernels(cubin)

@@ -63,6 +63,19 @@ class Plan:
     )  # a memory mode runs the shapes whose largest side is at most this
 
     @classmethod
+    def from_settings(cls, s: dict) -> "Plan":
+        """A plan from one variant's settings (:func:`gpumm.run.settings.measure_settings`: the config's own keys,
+        checked by its schema), the one value the workflow hands the measure step."""
+        return cls.from_config(
+            s["timing"],
+            shapes=shapes_from([], s["shapes"]),
+            modes=list(s["memory_modes"]),
+            seed=s["seed"],
+            cpu_max_mnk=s["verify"]["cpu_reference_max_mnk"],
+            mode_max_size=dict(s.get("memory_study_max_size") or {}),
+        )
+
+    @classmethod
     def from_config(cls, timing_cfg: dict, **kw) -> "Plan":
         """A plan from the config's ``timing`` section (defaults filled by the schema) and the rest by name."""
         t = timing_cfg

@@ -4,8 +4,17 @@ measure, so that a replay step can write a placeholder row without importing the
 
 from pathlib import Path
 
-from gpumm.run.clocks import FIELDS as CLOCK_FIELDS
 from gpumm.setup import files
+
+# the clock fields every timed set carries (gpumm.run.clocks reads them from NVML)
+CLOCK_FIELDS = (
+    "sm_clock_mhz",
+    "sm_clock_min_mhz",
+    "mem_clock_mhz",
+    "temperature_c",
+    "clock_reasons",
+    "throttled",
+)
 
 SAMPLES = [
     "variant",

@@ -216,33 +216,6 @@ def max_size_of(variant, config: dict) -> int:
     return int(limits.get("default", 1 << 30))
 
 
-def shapes_for(variant, config: dict) -> list[tuple[int, int, int]]:
-    """The shapes ``variant`` is measured at in device memory: its operation's square sizes up to its max_size,
-    and every extra shape. (The other memory modes take those whose largest side is at most
-    memory_study_max_size: :func:`gpumm.run.measure.work_list`.)"""
-    from gpumm.run import operations
-
-    op = operations.get(variant.op)
-    if op.name != "matmul":
-        return op.shapes(config)
-    limit = max_size_of(variant, config)
-    square = {(n, n, n) for n in config.get("sizes", [])}
-    return [s for s in op.shapes(config) if s not in square or s[0] <= limit]
-
-
-def modes_for(variant_id: str, config: dict, op: str = "matmul") -> list[str]:
-    """The memory modes a variant runs under: device, plus the others when it is in memory_study_variants
-    and its operation runs under memory modes at all (the transposes run in device memory only)."""
-    from gpumm.run import operations
-
-    if not operations.get(op).memory_modes:
-        return ["device"]
-    modes = config.get("memory_modes", ["device"])
-    study = config.get("memory_study_variants", "all")
-    chosen = [m for m in modes if m == "device" or study == "all" or variant_id in study]
-    return chosen if "device" in chosen else ["device", *chosen]
-
-
 # Keys that decide how the report is made, not what is measured: left out of the digest.
 NOT_MEASURED_KEYS = ("mode", "replay_from", "cluster")  # where and how a run happens, not what it measures
 
@@ -260,15 +233,6 @@ def digest(config: dict) -> str:
 def names_in(selection, variant) -> bool:
     """Whether ``variant`` is in a config list of variant and family names (or the word all)."""
     return selection == "all" or variant.id in selection or variant.family in selection
-
-
-def timing_for(variant, config: dict) -> dict:
-    """The config's timing section as a variant's measurement takes it: end-to-end timing only for the
-    variants of ``end_to_end_variants``."""
-    t = dict(config.get("timing", {}))
-    if not names_in(config.get("end_to_end_variants", "all"), variant):
-        t["end_to_end_max_size"] = 0
-    return t
 
 
 def timing_settings(given: dict | str | None = None) -> dict:

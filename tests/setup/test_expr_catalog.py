@@ -92,7 +92,7 @@ def test_the_steps_of_a_checked_catalog_do_not_check_it_again(tmp_path, monkeypa
 
     catalog.load()
     fingerprint = os.environ[catalog.CHECKED_ENV]
-    code = "import sys; from gpumm import catalog; catalog.load(); print('jsonschema' in sys.modules)"
+    code = "import sys; from gpumm.setup import catalog; catalog.load(); print('jsonschema' in sys.modules)"
     env = {k: v for k, v in os.environ.items() if k != catalog.CHECKED_ENV}
     for inherited, imported in ((fingerprint, "False"), ("0" * 32, "True"), (None, "True")):
         step_env = env if inherited is None else {**env, catalog.CHECKED_ENV: inherited}

@@ -15,10 +15,10 @@ import pytest
 
 from gpumm.archive import runrecord
 from gpumm.profile import session as profile
-from gpumm.run import gpulock, measure, sampling, timing, worker
+from gpumm.run import gpulock, measure, sampling, settings, timing, worker
 from gpumm.setup import catalog, config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------- the stopping rule
 
@@ -114,7 +114,7 @@ def test_each_variant_is_timed_up_to_its_max_size():
     cfg = _default_config()
     by_id = {v.id: v for v in config.check(cfg)}
     largest = {
-        vid: max(s[0] for s in config.shapes_for(v, cfg) if s[0] == s[1] == s[2])
+        vid: max(s[0] for s in settings.shapes_for(v, cfg) if s[0] == s[1] == s[2])
         for vid, v in by_id.items()
         if v.op == "matmul"
     }
@@ -124,8 +124,8 @@ def test_each_variant_is_timed_up_to_its_max_size():
         largest["double_buffer"] == 8192 and largest["tiled_tile4"] == 4096 and largest["tiled_nounroll_tile8"] == 4096
     )
     extra = {tuple(s) for s in cfg["shapes"]}
-    assert extra <= set(config.shapes_for(by_id["tiled_tile4"], cfg))  # the extra shapes run for every variant
-    assert max(s[0] for s in config.shapes_for(by_id["transpose_naive"], cfg)) == 16384  # transposes: their own
+    assert extra <= set(settings.shapes_for(by_id["tiled_tile4"], cfg))  # the extra shapes run for every variant
+    assert max(s[0] for s in settings.shapes_for(by_id["transpose_naive"], cfg)) == 16384  # transposes: their own
 
 
 def test_the_other_memory_modes_stop_at_their_own_size():
@@ -143,8 +143,8 @@ def test_the_other_memory_modes_stop_at_their_own_size():
 
 def test_end_to_end_and_profiles_follow_their_variant_lists():
     cfg = _default_config()
-    assert config.timing_for(catalog.from_id("tiled_tile4"), cfg)["end_to_end_max_size"] == 0
-    assert config.timing_for(catalog.from_id("tiled_tile16"), cfg)["end_to_end_max_size"] == 2048
+    assert settings.timing_for(catalog.from_id("tiled_tile4"), cfg)["end_to_end_max_size"] == 0
+    assert settings.timing_for(catalog.from_id("tiled_tile16"), cfg)["end_to_end_max_size"] == 2048
     assert config.metric_sets_for(catalog.from_id("warptile"), cfg) == ["memory", "race"]
     assert config.metric_sets_for(catalog.from_id("tiled_tile4"), cfg) == ["memory"]
 
@@ -171,7 +171,7 @@ def test_bad_study_settings_are_named(edit, says):
 
 def _hold_in_child(lock_dir: Path, key: str, seconds: float) -> subprocess.Popen:
     code = (
-        "import sys, time; sys.path.insert(0, {!r}); from gpumm import gpulock\n"
+        "import sys, time; sys.path.insert(0, {!r}); from gpumm.run import gpulock\n"
         "with gpulock.hold({!r}, 'the first'):\n    print('held', flush=True); time.sleep({!r})\n"
     ).format(str(ROOT / "src"), key, seconds)
     env = {**os.environ, "GPUMM_LOCK_DIR": str(lock_dir)}

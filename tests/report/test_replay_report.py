@@ -42,7 +42,7 @@ def test_slug():
     assert reference.slug("NVIDIA H200") == "h200"
 
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = Path(__file__).parents[1] / "fixtures"
 GPU = HOPPER
 
 
@@ -222,7 +222,7 @@ def test_a_replay_step_writes_what_pandas_would_without_importing_it(tmp_path):
     (archive / "build" / naive.id / "kernel.sass").unlink()  # the build copied, but for the SASS
     results = tmp_path / "results"
     code = (
-        "import sys\nfrom pathlib import Path\nfrom gpumm import catalog, replay\n"
+        "import sys\nfrom pathlib import Path\nfrom gpumm.archive import replay\nfrom gpumm.setup import catalog\n"
         f"archive, results = Path({str(archive)!r}), Path({str(results)!r})\n"
         f"for vid in ({naive.id!r}, {tile8.id!r}):\n"
         "    v = catalog.from_id(vid)\n"

@@ -8,7 +8,7 @@ import pytest
 from gpumm.build import ptxas
 from gpumm.profile import ncu
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = Path(__file__).parents[1] / "fixtures"
 
 
 def test_ptxas_report_of_tiled_kernel():

@@ -124,12 +124,19 @@ def test_a_killed_run_resumes_with_the_readme_command(tmp_path):
 
 
 def test_readme_facts_are_true():
-    modules = sorted(p.stem for p in (paths.ROOT / "src" / "gpumm").glob("*.py") if not p.stem.startswith("_"))
-    design = README[README.index("one job per module") :]
-    listed = re.findall(r"`(\w+)`", design[: design.index("tests/")])
-    assert sorted(listed) == modules, (sorted(set(modules) - set(listed)), sorted(set(listed) - set(modules)))
+    """The README's Layout names every stage folder and exactly its modules; the top level holds the entry points."""
+    pkg = paths.ROOT / "src" / "gpumm"
+    layout = README[README.index("## Layout") : README.index("## Design")]
+    folders = sorted(d.name for d in pkg.iterdir() if (d / "__init__.py").is_file())
+    assert folders == ["analyse", "archive", "build", "profile", "report", "run", "setup"]
+    for folder in folders:
+        line = re.search(rf"^- `{folder}/` — (.*?)(?=^- `|^Beside)", layout, re.M | re.S).group(1)
+        listed = set(re.findall(r"`(\w+)`", line))
+        modules = {p.stem for p in (pkg / folder).glob("*.py") if not p.stem.startswith("_")}
+        assert listed == modules, (folder, sorted(modules - listed), sorted(listed - modules))
+    assert sorted(p.name for p in pkg.glob("*.py")) == ["__init__.py", "__main__.py", "cli.py"]
     collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "gpu", "tests/test_gpu.py"],
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "gpu", "tests/run/test_gpu.py"],
         cwd=paths.ROOT,
         capture_output=True,
         text=True,

@@ -19,7 +19,7 @@ import pytest
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 CONF = Path("/etc/slurm/slurm.conf")  # where srun inside a job looks (the executor drops SLURM_* variables)
-MARK = "# written by gpumm's tests/test_slurm.py"
+MARK = "# written by gpumm's tests/pipeline/test_slurm.py"
 DAEMONS = ["munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel"]
 
 

@@ -1,7 +1,7 @@
 """The race to cuBLAS is FP32 FFMA only: no rung may use a tensor core (issue 11).
 
 Every matrix-multiply build is checked where it is compiled
-(tests/test_project.py: PTX and SASS of each catalog variant; tests/test_gpu.py:
+(tests/build/test_project.py: PTX and SASS of each catalog variant; tests/run/test_gpu.py:
 the SASS built on the GPU machine). These tests show the check can fail: a
 kernel that does use a tensor core is caught.
 """

@@ -10,7 +10,7 @@ from conftest import HOPPER
 from gpumm.analyse import hardware, rates, ratios, seed000
 from gpumm.build import loops
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = Path(__file__).parents[1] / "fixtures"
 H100 = HOPPER
 
 

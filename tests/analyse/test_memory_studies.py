@@ -6,8 +6,7 @@ import pandas as pd
 import pytest
 
 from gpumm.analyse import access_patterns, memory_modes
-from gpumm.run import coalescing, memory
-from gpumm.setup import config
+from gpumm.run import coalescing, memory, settings
 
 
 def test_strided_addresses():
@@ -39,14 +38,14 @@ def test_configurations_and_useful_bytes():
 
 def test_modes_for_variants():
     cfg = {"memory_modes": ["device", "zero_copy", "managed"], "memory_study_variants": ["naive", "cublas"]}
-    assert config.modes_for("naive", cfg) == ["device", "zero_copy", "managed"]
-    assert config.modes_for("tiled_tile8", cfg) == ["device"]
-    assert config.modes_for("tiled_tile8", {**cfg, "memory_study_variants": "all"}) == [
+    assert settings.modes_for("naive", cfg) == ["device", "zero_copy", "managed"]
+    assert settings.modes_for("tiled_tile8", cfg) == ["device"]
+    assert settings.modes_for("tiled_tile8", {**cfg, "memory_study_variants": "all"}) == [
         "device",
         "zero_copy",
         "managed",
     ]
-    assert config.modes_for("naive", {"memory_modes": ["managed"], "memory_study_variants": "all"}) == [
+    assert settings.modes_for("naive", {"memory_modes": ["managed"], "memory_study_variants": "all"}) == [
         "device",
         "managed",
     ]  # device is always measured: the other modes are compared with it

@@ -11,7 +11,7 @@ import pytest
 from gpumm.profile import nvprof
 from gpumm.setup import paths
 
-FIX = Path(__file__).parent / "fixtures" / "nvprof"
+FIX = Path(__file__).parents[1] / "fixtures" / "nvprof"
 
 
 @pytest.mark.parametrize(
@@ -79,7 +79,7 @@ def test_summary_average_time_per_kernel():
     "text, says",
     [
         ("just some text\n1,2,3\n", "no '==PID==' header lines"),
-        ((Path(__file__).parent / "fixtures" / "ncu_raw_naive_h200.csv").read_text(), "not nvprof output"),
+        ((Path(__file__).parents[1] / "fixtures" / "ncu_raw_naive_h200.csv").read_text(), "not nvprof output"),
         ((FIX / "ieee2017_j3d7pt_titan_gputrace_metrics_events.csv").read_text(), "no table of a layout"),
     ],
 )

@@ -1,0 +1,116 @@
+"""The steps that record and replay runs: the provenance, replaying an archived variant or study, archiving.
+
+Each step is ``python -m gpumm STEP``; ``gpumm.cli`` collects every stage's steps (:func:`register`).
+"""
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+
+from gpumm.setup import catalog, paths
+
+
+def _archive(path: str) -> Path:
+    """An archive folder, given as the folder or as its raw/provenance.json."""
+    p = Path(path)
+    return p.parent.parent if p.is_file() else p
+
+
+def cmd_provenance(a):
+    from gpumm.archive import provenance
+
+    digests = {vid: catalog.from_id(vid).digest() for vid in a.variants.split(",")}
+    config = json.loads(a.config) if a.config else None
+    provenance.write(provenance.collect(a.config_digest, digests, a.why, config), Path(a.out))
+
+
+def cmd_replay(a):
+    from gpumm.archive import replay
+
+    print(replay.step(catalog.from_id(a.variant), a.part, _archive(a.archive)))
+
+
+def cmd_replay_provenance(a):
+    from gpumm.archive import replay
+
+    current = {vid: catalog.from_id(vid).digest() for vid in a.variants.split(",")}
+    config = json.loads(a.config) if a.config else None
+    prov = replay.provenance(_archive(a.archive), a.why, current, current_config=config, config_digest=a.config_digest)
+    differs = prov["data_source"].get("config_differs")
+    if differs:
+        print(
+            "gpumm: the archived run was made with another configuration: "
+            + "; ".join(differs)
+            + ". The report shows the archived run's settings, not these.",
+            file=sys.stderr,
+        )
+
+
+def cmd_replay_study(a):
+    from gpumm.archive import replay
+
+    print(replay.study(a.study, _archive(a.archive)))
+
+
+def cmd_archive(a):
+    from gpumm.archive import reference
+
+    dest = reference.write(a.results, name=a.name)
+    print(f"archived {a.results} into {dest}")
+
+
+RUN_LOG_ENV = "GPUMM_RUN_LOG"  # the workflow's record of every step (results/run/steps.jsonl): gpumm.archive.runrecord
+
+
+def record_step(log: Path, argv: list[str], started: float, rc: int) -> None:
+    """One line of the run record for a step that ended (a CPU baseline's measurement leaves the GPU idle)."""
+    from gpumm.archive import runrecord
+
+    gpu = None
+    if argv and argv[0] == "measure":
+        with contextlib.suppress(Exception):
+            gpu = catalog.from_id(runrecord.target(argv)).on_gpu
+    runrecord.append(log, argv, started, time.time(), rc, gpu)
+
+
+def register(sub) -> None:
+    """Add this stage's steps to the command line's subparsers."""
+    s = sub.add_parser("provenance", help="record where this run measures")
+    s.add_argument("--variants", required=True)
+    s.add_argument("--config-digest", required=True)
+    s.add_argument("--config", default="", help="the effective configuration, as JSON")
+    s.add_argument("--why", default="")
+    s.add_argument("--out", required=True)
+    s.set_defaults(fn=cmd_provenance)
+
+    s = sub.add_parser("replay", help="copy one variant's archived results")
+    s.add_argument("--variant", required=True)
+    s.add_argument("--archive", required=True)
+    s.add_argument("--part", choices=["raw", "build", "all"], default="raw")
+    s.set_defaults(fn=cmd_replay)
+
+    s = sub.add_parser("replay-provenance", help="the archived run's provenance, marked replayed")
+    s.add_argument("--archive", required=True)
+    s.add_argument("--variants", required=True)
+    s.add_argument("--why", default="")
+    s.add_argument("--config", default="", help="this run's effective configuration, as JSON")
+    s.add_argument("--config-digest", default="")
+    s.set_defaults(fn=cmd_replay_provenance)
+
+    s = sub.add_parser("replay-study", help="copy an archived study (coalescing, bandwidth, overhead, hierarchy)")
+    s.add_argument(
+        "--study", choices=["coalescing", "bandwidth", "overhead", "hierarchy"], required=True, help="which study"
+    )
+    s.add_argument("--archive", required=True)
+    s.set_defaults(fn=cmd_replay_study)
+
+    s = sub.add_parser("archive", help="copy a measured results/ into data/reference/<gpu>/")
+    s.add_argument("--results", type=Path, default=paths.RESULTS, help="the measured results folder (default results/)")
+    s.add_argument(
+        "--name",
+        help="the archive's folder under data/reference/ (default: the GPU's name, e.g. h100-80gb-hbm3); "
+        "letters, digits, dots and dashes",
+    )
+    s.set_defaults(fn=cmd_archive)

@@ -1,0 +1,90 @@
+"""The report steps: the pages (papermill, nbconvert) and the front page.
+
+Each step is ``python -m gpumm STEP``; ``gpumm.cli`` collects every stage's steps (:func:`register`).
+"""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from gpumm.setup import paths
+
+
+def _pages_side_by_side(a, pages: list[str]) -> int:
+    """The pages in ``a.jobs`` groups, each a `gpumm pages` process with a kernel of its own, side by side (where
+    the machine has the cores, a kernel's start and imports cost less than the pages after the first)."""
+    import subprocess
+
+    from gpumm.report import execute
+
+    groups = execute.groups(pages, a.jobs)
+    t0 = time.perf_counter()
+    procs = []
+    for group in groups:
+        cmd = [sys.executable, "-m", "gpumm", "pages", "--pages", ",".join(group), "--tables", a.tables]
+        cmd += ["--notebooks-out", a.notebooks_out, "--out", a.out, "--jobs", "1"]
+        env = {k: v for k, v in os.environ.items() if k != "GPUMM_RUN_LOG"}  # the step is recorded once, here
+        procs.append(subprocess.Popen(cmd, env=env))
+    failed = [",".join(g) for g, p in zip(groups, procs) if p.wait() != 0]
+    if failed:
+        print(f"gpumm pages: the group of {'; '.join(failed)} failed (see above)", file=sys.stderr)
+        return 1
+    print(f"{len(pages)} pages in {len(groups)} kernels side by side in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def cmd_pages(a):
+    from gpumm.report import execute
+
+    notebooks = [paths.ROOT / "notebooks" / f"{page}.ipynb" for page in a.pages.split(",") if page]
+    for nb in notebooks:
+        if not nb.is_file():
+            raise FileNotFoundError(f"no page notebook {nb}")
+    if a.jobs > 1 and len(notebooks) > 1:
+        return _pages_side_by_side(a, [nb.stem for nb in notebooks])
+    try:
+        times = execute.run(notebooks, Path(a.notebooks_out), Path(a.out), {"tables_dir": a.tables})
+    except execute.PageError as exc:
+        print(exc.__cause__, file=sys.stderr)  # the failing cell's traceback
+        print(f"gpumm pages: {exc}", file=sys.stderr)
+        return 1
+    print(f"{len(times)} pages in {sum(t for _, t in times):.1f} s")
+    return 0
+
+
+def cmd_index(a):
+    import pandas as pd
+
+    from gpumm.report import index as report
+
+    t = Path(a.tables)
+    report.index(
+        json.loads((t / "source.json").read_text()),
+        pd.read_csv(t / "variants.csv"),
+        pd.read_csv(t / "profiles.csv"),
+        Path(a.out),
+        pd.read_csv(paths.STUDIES),
+        pd.read_csv(t / "study_cost.csv"),
+    )
+
+
+def register(sub) -> None:
+    """Add this stage's steps to the command line's subparsers."""
+    s = sub.add_parser(
+        "pages", help="execute the page notebooks (papermill, one kernel) and render each to the report's HTML"
+    )
+    s.add_argument("--pages", required=True, help="page names in order, comma-separated (notebooks/<page>.ipynb)")
+    s.add_argument("--tables", required=True, help="the tidy tables the notebooks read (results/tables)")
+    s.add_argument("--notebooks-out", required=True, help="where the executed notebooks go (results/notebooks)")
+    s.add_argument("--out", required=True, help="where the HTML pages go (results/report)")
+    s.add_argument(
+        "--jobs", type=int, default=1, help="kernels side by side, each running a group of the pages (default 1)"
+    )
+    s.set_defaults(fn=cmd_pages)
+
+    s = sub.add_parser("index", help="the report's front page")
+    s.add_argument("--tables", required=True)
+    s.add_argument("--out", required=True)
+    s.set_defaults(fn=cmd_index)

@@ -1,0 +1,228 @@
+"""The steps that run on the GPU: measure one variant, the coalescing, bandwidth, launch-overhead and hierarchy
+studies, and the GPU worker that serves them in a measured run.
+
+Each step is ``python -m gpumm STEP``; ``gpumm.cli`` collects every stage's steps (:func:`register`).
+"""
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from gpumm.setup import catalog
+
+
+def _coalescing_plan(a):
+    from gpumm.run import coalescing
+
+    p = json.loads(a.plan)
+    rule, warmup = _rule_and_warmup(a.timing)
+    return coalescing.Plan(
+        sizes=p["sizes"],
+        count=p["count"],
+        strides=p["strides"],
+        offsets=p["offsets"],
+        seed=a.seed,
+        warmup=warmup,
+        rule=rule,
+    )
+
+
+def _rule_and_warmup(text: str):
+    """(stopping rule, warm-up) of a step's --timing (the config's timing section as JSON)."""
+    from gpumm.run import measure, timing
+    from gpumm.setup import config
+
+    t = config.timing_settings(text)
+    return measure.rule_from(t), timing.Warmup(count=t["warmups"], seconds=t["warmup_s"])
+
+
+def _shapes(text: str) -> list[list[int]]:
+    return [[int(d) for d in s.split("x")] for s in text.split(",") if s]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def _measure_settings(a) -> dict:
+    """The step's settings: --settings (the config's keys, as the workflow hands them), then each option given."""
+    from gpumm.run import settings
+    from gpumm.setup import config
+
+    def parsed(text: str, what: str) -> dict:
+        try:
+            return json.loads(text) if text and text.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise config.ConfigError(f"{what}: not JSON ({exc})") from None
+
+    given = parsed(a.settings, "--settings")
+    if a.sizes is not None or a.shapes is not None:
+        given["shapes"] = [[n, n, n] for n in _ints(a.sizes or "")] + _shapes(a.shapes or "")
+    if a.modes is not None:
+        given["memory_modes"] = a.modes.split(",")
+    if a.timing is not None:
+        given["timing"] = {**given.get("timing", {}), **parsed(a.timing, "--timing")}
+    if a.mode_max_size is not None:
+        given["memory_study_max_size"] = {
+            m: int(n) for m, _, n in (x.partition("=") for x in a.mode_max_size.split(",") if x)
+        }
+    if a.seed is not None:
+        given["seed"] = a.seed
+    if a.cpu_max_mnk is not None:
+        given["verify"] = {"cpu_reference_max_mnk": a.cpu_max_mnk}
+    return settings.checked(given)
+
+
+def cmd_measure(a):
+    from gpumm.run import measure
+
+    v = catalog.from_id(a.variant)
+    plan = measure.Plan.from_settings(_measure_settings(a))
+    started = time.time()
+    df = measure.run(v, Path(a.binary) if a.binary else None, plan)
+    measure.write(df, measure.meta_for(v, plan, started, df), Path(a.out_dir))
+    shapes = df.drop_duplicates(["M", "N", "K", "memory_mode"])
+    print(f"{a.variant}: " + ", ".join(f"{s} {n}" for s, n in shapes["status"].value_counts().items()))
+    failed = shapes[shapes["status"] == "failed"]
+    for _, r in failed.iterrows():
+        print(f"  FAILED {r.M}x{r.N}x{r.K} {r.memory_mode}: {r.reason}", file=sys.stderr)
+    slow = sorted(df.attrs.get("sets", []), key=lambda x: -x[-1])[:5]
+    if slow:
+        print("  slowest sets: " + ", ".join(f"{m} {M}x{N}x{K} {sec:.1f} s" for m, M, N, K, sec in slow))
+
+
+def cmd_coalescing(a):
+    from gpumm.run import coalescing
+    from gpumm.setup import files
+
+    df = coalescing.run(Path(a.cubin), _coalescing_plan(a))
+    files.write_csv(df, Path(a.out_dir) / "samples.csv")
+    failed = df[df.status == "failed"]
+    for r in failed.itertuples():
+        print(f"  FAILED {r.pattern} n={r.n} stride={r.stride} offset={r.offset}: {r.reason}", file=sys.stderr)
+    print(
+        f"access patterns: {df.drop_duplicates(['pattern', 'n', 'stride', 'offset']).status.value_counts().to_dict()}"
+    )
+
+
+def cmd_overhead(a):
+    from gpumm.run import overhead
+    from gpumm.setup import files
+
+    df = overhead.run(Path(a.cubin), a.warmups, a.repeats)
+    files.write_csv(df, Path(a.out_dir) / "samples.csv")
+    med = df.groupby(["what", "method"]).ms.median() * 1e3
+    print("launch overhead, µs per launch (median):\n" + med.round(2).to_string())
+
+
+def cmd_hierarchy(a):
+    from gpumm.run import hierarchy
+    from gpumm.setup import files
+
+    plan = hierarchy.Plan(warmups=a.warmups, repeats=a.repeats, seed=a.seed)
+    df = hierarchy.run(Path(a.cubin), plan)
+    files.write_csv(df, Path(a.out_dir) / "samples.csv")
+    ok = df[df.status == "ok"]
+    print(f"memory hierarchy: {df.drop_duplicates(['kind', 'level', 'bytes']).status.value_counts().to_dict()}")
+    print(ok[ok.kind == "bandwidth"].groupby("level").gbs.median().round(0).to_string())
+
+
+def cmd_bandwidth(a):
+    from gpumm.run import bandwidth
+    from gpumm.setup import files
+
+    rule, warmup = _rule_and_warmup(a.timing)
+    df = bandwidth.run(a.bytes, warmup, rule)
+    files.write_csv(df, Path(a.out_dir) / "samples.csv")
+    print(df.groupby("transfer").gbs.median().round(1).to_string())
+
+
+def cmd_worker(a):
+    from gpumm.run import worker
+
+    if a.stop:
+        print("stopped the GPU worker" if worker.stop() else "no GPU worker was running")
+        return 0
+    return worker.serve(Path(a.socket) if a.socket else worker.socket_path(), a.idle)
+
+
+# the steps that time or profile on the GPU: each holds the GPU's lock (gpumm.run.gpulock) while it runs
+TIMING_STEPS = ("measure", "coalescing", "bandwidth", "overhead", "hierarchy")
+
+
+def gpu_lock(a):
+    """The GPU lock for a step that times on the GPU (a CPU variant's measurement does not), else nothing."""
+    if a.cmd not in TIMING_STEPS or (a.cmd == "measure" and not catalog.from_id(a.variant).on_gpu):
+        return contextlib.nullcontext()
+    from gpumm.run import gpulock
+
+    wait = os.environ.get("GPUMM_GPU_WAIT_S")
+    what = f"gpumm {a.cmd}" + (f" {a.variant}" if getattr(a, "variant", None) else "")
+    return gpulock.hold_current(what, float(wait) if wait else None)
+
+
+def register(sub) -> None:
+    """Add this stage's steps to the command line's subparsers."""
+    s = sub.add_parser("measure", help="verify and time one variant")
+    s.add_argument("--variant", required=True)
+    s.add_argument("--binary", help="the built kernel (kernel.cubin, or libkernel.so for a compiled CPU baseline)")
+    s.add_argument(
+        "--settings",
+        default="",
+        help="every setting as one JSON value, the config's own keys (seed, timing, verify, memory_modes, "
+        "memory_study_max_size) and shapes ([[M, N, K], ...]): what the workflow passes; the options below "
+        "override it",
+    )
+    s.add_argument("--sizes", help="comma-separated square sizes (M = N = K)")
+    s.add_argument("--shapes", help="comma-separated MxNxK")
+    s.add_argument("--modes", help="comma-separated memory modes (default device)")
+    s.add_argument("--timing")
+    s.add_argument(
+        "--mode-max-size",
+        help="MODE=N,...: a memory mode runs only the shapes whose largest side is at most N (e.g. zero_copy=2048)",
+    )
+    s.add_argument("--seed", type=int)
+    s.add_argument("--cpu-max-mnk", type=int)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_measure)
+
+    s = sub.add_parser("coalescing", help="verify and time the access patterns")
+    s.add_argument("--cubin", required=True)
+    s.add_argument("--plan", required=True, help="the config's coalescing section, as JSON")
+    s.add_argument("--timing", default="")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out-dir", default="results/raw/coalescing")
+    s.set_defaults(fn=cmd_coalescing)
+
+    s = sub.add_parser("bandwidth", help="copy bandwidths: host to device and back, device to device")
+    s.add_argument("--bytes", type=int, default=1 << 30)
+    s.add_argument("--timing", default="")
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_bandwidth)
+
+    s = sub.add_parser("overhead", help="the launch-overhead floor of each timing method (an empty kernel)")
+    s.add_argument("--cubin", required=True)
+    s.add_argument("--warmups", type=int, default=3)
+    s.add_argument("--repeats", type=int, default=20)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_overhead)
+
+    s = sub.add_parser("hierarchy", help="latency and bandwidth of each memory level (S3-MEM)")
+    s.add_argument("--cubin", required=True)
+    s.add_argument("--warmups", type=int, default=2)
+    s.add_argument("--repeats", type=int, default=5)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_hierarchy)
+
+    s = sub.add_parser(
+        "worker",
+        help="serve GPU steps in one process that stays up (started by the steps themselves in a measured run)",
+    )
+    s.add_argument("--socket", default="", help="Unix socket to serve on (default: this checkout's)")
+    s.add_argument("--idle", type=float, default=None, help="exit after this many seconds without a step (60)")
+    s.add_argument("--stop", action="store_true", help="ask this checkout's running worker to exit")
+    s.set_defaults(fn=cmd_worker)
