@@ -302,8 +302,11 @@ def test_measure_records_samples_failures_and_skips(launchers):
     # the product's time includes its preparation
     med = df.groupby(["M", "timed"]).ms.median()
     assert med[(333, "kernel")] > med[(333, "prepare")]
-    df = measure.run(launchers["cpu_serial"].variant, launchers["cpu_serial"].binary, plan, progress=False)
+    cpu = dataclasses.replace(plan, shapes=[(64, 64, 64), (333, 500, 129)])  # within the serial loop's max_size 512
+    df = measure.run(launchers["cpu_serial"].variant, launchers["cpu_serial"].binary, cpu, progress=False)
     assert (df.status == "ok").all() and set(df.method) == {"host"} and df.verified.all()
+    df = measure.run(launchers["cpu_serial"].variant, launchers["cpu_serial"].binary, plan, progress=False)
+    assert df.set_index("N").status.to_dict() == {64: "ok", 517: "skipped"}  # 517 > 512: a recorded skip
     tight = dataclasses.replace(plan, shapes=[(64, 64, 64), (2048, 2048, 2048)], budget_s=1e-6)
     df = measure.run(launchers["naive"].variant, launchers["naive"].binary, tight, progress=False)
     assert set(df.status) == {"skipped"} and df.reason.str.contains("budget").all()
