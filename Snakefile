@@ -46,4 +46,5 @@ rule all:
     default_target: True
     input:
         "results/report/index.html",
+        "results/report/run.html",
         expand("results/report/{page}.html", page=PAGE_NAMES),

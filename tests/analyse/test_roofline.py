@@ -197,3 +197,34 @@ def test_the_comparison_keeps_a_run_that_has_no_rates(tmp_path):
     assert rates.at["naive GFLOP/s at 4096³", "a"] == pytest.approx(5000.0, rel=1e-6)
     everything = compare.wide(t)
     assert list(everything.columns) == ["this run", "a"] and everything.index[0] == rates.index[0]
+
+
+def test_the_comparison_sets_a_host_copy_beside_no_memory_number_and_names_each_runs_timing(tmp_path):
+    from gpumm.analyse import compare
+
+    a = _archive(tmp_path, "a", "GPU A", 2_500_000, [27.48779069], 3000.0)
+    b = _archive(tmp_path, "b", "GPU B", 3_750_000, [27.48779069], 4500.0)
+    for run, gbs in ((a, 50.0), (b, 55.0)):
+        pd.DataFrame({"transfer": ["device_to_device", "host_to_device_pinned"], "gbs": [3000.0, gbs]}).to_csv(
+            run / "raw" / "bandwidth" / "samples.csv"
+        )
+    s = pd.read_csv(b / "raw" / "naive" / "samples.csv").assign(method="graph")
+    s.to_csv(b / "raw" / "naive" / "samples.csv", index=False)
+    t = compare.table({"a": a, "b": b})
+    said = compare.sentences(t, "a", "b")
+    h2d = next(x for x in said if x.startswith("copy host to device pinned"))
+    assert "(×1.10)" in h2d and "PCIe" in h2d and "DRAM" not in h2d  # never read against the memory's bandwidth
+    assert compare.methods(t) == {"a": "", "b": "graph"}  # a run that predates the record says nothing
+
+
+def test_shares_of_cublas_per_run():
+    from gpumm.analyse import compare
+
+    rows = [
+        {"run": r, "gpu": r, "what": f"{v} GFLOP/s at 4096³", "value": x, "unit": "GFLOP/s", "hardware": "fp32_tflops"}
+        for r, values in (("a", (10.0, 40.0, 50.0)), ("b", (20.0, 45.0, 60.0)))
+        for v, x in zip(("naive", "double_buffer", "cublas"), values)
+    ]
+    shares = compare.shares_of_cublas(pd.DataFrame(rows))
+    assert list(shares.index) == ["naive", "double_buffer"] and list(shares.columns) == ["a", "b"]
+    assert shares.at["double_buffer", "a"] == pytest.approx(0.8) and shares.at["naive", "b"] == pytest.approx(1 / 3)

@@ -120,6 +120,43 @@ def test_latency_plateaus_by_hand():
     assert p.loc["DRAM", "latency"] == 605  # 60 and 300 are transitions: runs of one point, left out
 
 
+def test_latency_plateaus_named_by_the_capacity_that_holds_them():
+    kib, mib = 1024, 1024 * 1024
+    # the H200's sweep: two plateaus inside the L1's capacity, the L2, one straddling the L2's size, DRAM
+    sizes = [
+        4 * kib,
+        64 * kib,
+        92 * kib,
+        128 * kib,
+        180 * kib,
+        260 * kib,
+        370 * kib,
+        4 * mib,
+        32 * mib,
+        40 * mib,
+        46 * mib,
+        64 * mib,
+        80 * mib,
+        200 * mib,
+        240 * mib,
+    ]
+    lat = [21, 22, 21, 29, 29, 80, 146, 147, 146, 190, 234, 236, 270, 306, 306]
+    p = memory_levels.latency_plateaus(sizes, lat, l1_bytes=228 * kib, l2_bytes=60 * mib)
+    assert list(p.level) == ["L1", "L1 (2)", "L2", "L2 and DRAM", "DRAM"]
+    assert p.set_index("level").loc["L2", "from_bytes"] == 370 * kib
+    assert p.set_index("level").loc["L2 and DRAM", "to_bytes"] == 64 * mib
+    unnamed = memory_levels.latency_plateaus(sizes, lat)  # an old run without the capacities: by position
+    assert list(unnamed.level) == ["L1", "L2", "L2 (2)", "L2 (3)", "DRAM"]
+
+
+def test_device_memory_in_mib():
+    pub = pd.DataFrame(
+        [{"study_id": "S3-MEM", "quantity": "global memory", "unit": "MB", "gpu": "Tesla P100", "value": 16276.0}]
+    )
+    t = memory_levels.device_memory_table(pub, {"name": "H", "memory_bytes": 2**34}).set_index("quantity")
+    assert t.loc["global memory", "unit"] == "MiB" and t.loc["global memory", "H"] == 16384
+
+
 def test_the_chain_visits_every_node_and_the_host_predicts_its_end():
     nxt, order = hierarchy.chain(64 * hierarchy.LINE, seed=3)
     assert nxt.size == 64 * hierarchy.NODE and sorted(order) == list(range(64))

@@ -48,3 +48,16 @@ def test_pages_share_a_kernel_but_not_their_names(tmp_path):
         assert "%reset" not in "".join(c.source for c in nb.cells)
     assert (html / "first.html").is_file() and (html / "second.html").is_file()
     assert not list(executed.glob("*.tmp")) and not list(html.glob("*.tmp"))
+
+
+def test_a_long_cell_is_cut_short_with_the_whole_text_a_hover_away():
+    from gpumm.report.figures import LONG, _cell
+
+    name = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+    cut = _cell(name)
+    assert cut.startswith(f'<span title="{name}">') and cut.endswith("…</span>") and f">{name[: LONG - 1]}…" in cut
+    label = "transpose, one element per thread, global to global (reads along rows, writes along columns)"
+    assert _cell(label) == label  # words wrap: shown whole
+    defines = "MAXRREG=32,BM=16,BN=64,BK=16,UNROLL_K=1,LAUNCH_BOUNDS=256"
+    assert _cell(defines) == defines.replace(",", ",<wbr>")  # may break after each comma
+    assert _cell("a<b & c") == "a&lt;b &amp; c"  # escaped

@@ -63,14 +63,20 @@ rule index:
         expand("results/report/{page}.html", page=PAGE_NAMES),
         studies="data/studies.csv",
     output:
-        report(
+        index=report(
             "results/report/index.html",
             caption="../report/index.rst",
             category="Index",
+        ),
+        run=report(
+            "results/report/run.html",
+            caption="../report/page.rst",
+            category="Pages",
+            labels={"page": "run"},
         ),
     log:
         "results/logs/index.log",
     conda:
         ENV
     shell:
-        "python -m gpumm index --tables results/tables --out {output} > {log} 2>&1"
+        "python -m gpumm index --tables results/tables --out {output.index} > {log} 2>&1"

@@ -17,7 +17,8 @@ from gpumm.analyse import rates
 
 SIZE = rates.LADDER_SIZE
 RATE_VARIANTS = ["naive", "unrolled", "double_buffer", "cublas"]
-COLUMNS = ["run", "gpu", "what", "value", "unit", "hardware"]
+COLUMNS = ["run", "gpu", "what", "value", "unit", "hardware", "method"]
+TRACKS = {"dram_gbs": "specified DRAM bandwidth", "fp32_tflops": "FP32 peak", "l2_mib": "L2"}
 
 
 def hardware(gpu: dict) -> dict:
@@ -30,13 +31,19 @@ def hardware(gpu: dict) -> dict:
     }
 
 
-def _median_gflops(samples: Path, n: int) -> float:
+def _median_gflops(samples: Path, n: int) -> tuple[float, str]:
+    """GFLOP/s of the median kernel time at n³ (device memory), and the timing method its samples record
+    ("graph": batched in CUDA graphs; "" where the run predates the record)."""
     if not samples.is_file():
-        return math.nan
+        return math.nan, ""
     s = pd.read_csv(samples)
     s = s[(s.M == n) & (s.N == n) & (s.K == n) & (s.timed == "kernel") & (s.memory_mode == "device")]
     s = s[s.status == "ok"]
-    return 2.0 * n**3 / (float(s.ms.median()) * 1e-3) / 1e9 if len(s) else math.nan  # as the summary: flops / median
+    if not len(s):
+        return math.nan, ""
+    method = s["method"].dropna().mode() if "method" in s else pd.Series(dtype=str)
+    gflops = 2.0 * n**3 / (float(s.ms.median()) * 1e-3) / 1e9  # as the summary: flops / median
+    return gflops, str(method.iloc[0]) if len(method) else ""
 
 
 def headlines(run: Path, name: str) -> pd.DataFrame:
@@ -45,26 +52,28 @@ def headlines(run: Path, name: str) -> pd.DataFrame:
     gpu = json.loads((raw / "provenance.json").read_text()).get("gpu", {})
     hw = hardware(gpu)
     rows = [
-        (f"{v} GFLOP/s at {SIZE}³", _median_gflops(raw / v / "samples.csv", SIZE), "GFLOP/s", "fp32_tflops")
+        (f"{v} GFLOP/s at {SIZE}³", *_median_gflops(raw / v / "samples.csv", SIZE), "GFLOP/s", "fp32_tflops")
         for v in RATE_VARIANTS
     ]
+    rows = [(w, v, u, h, m) for w, v, m, u, h in rows]
     bw = raw / "bandwidth" / "samples.csv"
     if bw.is_file():
         b = pd.read_csv(bw)
         for transfer in ("device_to_device", "host_to_device_pinned"):
             g = b[b.transfer == transfer].gbs
-            rows.append(
-                (f"copy {transfer.replace('_', ' ')}", float(g.median()) if len(g) else math.nan, "GB/s", "dram_gbs")
-            )
+            # a copy from the host crosses PCIe, whose speed no run records: it tracks no hardware number here
+            tracks = "dram_gbs" if transfer == "device_to_device" else "pcie"
+            median = float(g.median()) if len(g) else math.nan
+            rows.append((f"copy {transfer.replace('_', ' ')}", median, "GB/s", tracks, "events"))
     rows += [
-        ("specified DRAM bandwidth", hw["dram_gbs"], "GB/s", "dram_gbs"),
-        ("FP32 peak", hw["fp32_tflops"], "TFLOP/s", "fp32_tflops"),
-        ("L2", hw["l2_mib"], "MiB", "l2_mib"),
+        ("specified DRAM bandwidth", hw["dram_gbs"], "GB/s", "dram_gbs", ""),
+        ("FP32 peak", hw["fp32_tflops"], "TFLOP/s", "fp32_tflops", ""),
+        ("L2", hw["l2_mib"], "MiB", "l2_mib", ""),
     ]
     return pd.DataFrame(
         [
-            {"run": name, "gpu": gpu.get("name", "?"), "what": w, "value": v, "unit": u, "hardware": h}
-            for w, v, u, h in rows
+            {"run": name, "gpu": gpu.get("name", "?"), "what": w, "value": v, "unit": u, "hardware": h, "method": m}
+            for w, v, u, h, m in rows
         ],
         columns=COLUMNS,
     )
@@ -87,24 +96,51 @@ def wide(t: pd.DataFrame, unit: str | None = None) -> pd.DataFrame:
 
 
 def sentences(t: pd.DataFrame, base: str, other: str) -> list[str]:
-    """For each number both runs have: the ratio other/base, beside the ratio of the hardware number it tracks."""
+    """For each number both runs have: the ratio other/base, beside the ratio of the hardware number it tracks
+    (a copy from the host: beside none, since it crosses PCIe, which no run records)."""
     a, b = (t[t.run == r].set_index("what") for r in (base, other))
     out = []
     for what in a.index.intersection(b.index):
         x, y, hw = a.at[what, "value"], b.at[what, "value"], a.at[what, "hardware"]
-        if (
-            not (x > 0 and y > 0)
-            or not isinstance(hw, str)
-            or not hw
-            or what in ("specified DRAM bandwidth", "FP32 peak", "L2")
-        ):
+        if not (x > 0 and y > 0) or not isinstance(hw, str) or not hw or what in TRACKS.values():
             continue
-        ref = {"dram_gbs": "specified DRAM bandwidth", "fp32_tflops": "FP32 peak", "l2_mib": "L2"}[hw]
+        said = f"{what}: {other} {y:,.0f} against {base} {x:,.0f} {a.at[what, 'unit']} (×{y / x:.2f})"
+        if hw not in TRACKS:
+            out.append(
+                f"{said}; it crosses the PCIe bus, not the GPU's memory, so no number of the GPUs' "
+                "memory is set beside it."
+            )
+            continue
+        ref = TRACKS[hw]
         hx, hy = a.at[ref, "value"], b.at[ref, "value"]
         ratio, hratio = y / x, hy / hx
         close = abs(math.log(ratio / hratio)) < math.log(1.1)
         out.append(
-            f"{what}: {other} {y:,.0f} against {base} {x:,.0f} {a.at[what, 'unit']} (×{ratio:.2f}); the {ref} "
-            f"differs by ×{hratio:.2f}: the difference {'follows' if close else 'does not follow'} it (within 10%)."
+            f"{said}; the {ref} differs by ×{hratio:.2f}: the difference {'follows' if close else 'does not follow'} "
+            "it (within 10%)."
         )
     return out
+
+
+def methods(t: pd.DataFrame) -> dict[str, str]:
+    """Each run's method of timing kernels, as its samples record it ("graph", or "" where not recorded)."""
+    rates = t[t.unit == "GFLOP/s"]
+    if "method" not in rates:
+        return {r: "" for r in dict.fromkeys(t.run)}
+    found = rates.dropna(subset=["method"])
+    found = found[found.method.astype(str) != ""]
+    return {
+        r: (found[found.run == r].method.mode().iloc[0] if (found.run == r).any() else "") for r in dict.fromkeys(t.run)
+    }
+
+
+def shares_of_cublas(t: pd.DataFrame) -> pd.DataFrame:
+    """Each kernel's share of cuBLAS per run at the comparison's size (the rates' table divided by cuBLAS's row);
+    rows: the hand-written kernels, without 'GFLOP/s at n³' in their names."""
+    rates = wide(t, "GFLOP/s")
+    key = f"cublas GFLOP/s at {SIZE}³"
+    if key not in rates.index:
+        return pd.DataFrame()
+    shares = rates.drop(index=key) / rates.loc[key]
+    shares.index = [w.replace(f" GFLOP/s at {SIZE}³", "") for w in shares.index]
+    return shares

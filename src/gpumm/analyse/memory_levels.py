@@ -11,11 +11,18 @@ import pandas as pd
 LEVELS = ("L1", "L2", "DRAM")
 
 
-def latency_plateaus(sizes, latencies, tolerance: float = 0.25, min_points: int = 2) -> pd.DataFrame:
+def latency_plateaus(
+    sizes, latencies, tolerance: float = 0.25, min_points: int = 2, l1_bytes=None, l2_bytes=None
+) -> pd.DataFrame:
     """Plateaus of a latency sweep (buffer size ascending): runs of consecutive sizes whose latency stays
     within ``tolerance`` (relative) of the run's first point, at least ``min_points`` long. The points of a
-    transition between two levels form short runs and are left out. The first plateau is named L1, the last
-    DRAM and one between them L2 (more than one between: L2, L2 (2), ...)."""
+    transition between two levels form short runs and are left out.
+
+    A plateau is named by the smallest memory that holds its largest buffer: L1 up to ``l1_bytes`` (the
+    shared memory an SM has, the part of its unified L1 it can always cache in), L2 up to ``l2_bytes``, DRAM
+    from there; a plateau that starts inside the L2 and ends past it is "L2 and DRAM". Without the capacities
+    (an old run's provenance) the first plateau is L1, the last DRAM and those between L2. A name that comes
+    twice is numbered: "L1 (2)" is a second plateau inside the L1's capacity."""
     pts = sorted(zip(sizes, latencies))
     runs, cur = [], []
     for size, lat in pts:
@@ -26,20 +33,31 @@ def latency_plateaus(sizes, latencies, tolerance: float = 0.25, min_points: int 
     if cur:
         runs.append(cur)
     runs = [r for r in runs if len(r) >= min_points]
-    rows = []
+    rows, seen = [], {}
     for i, r in enumerate(runs):
-        if i == 0:
+        first, last = r[0][0], r[-1][0]
+        if l1_bytes and l2_bytes:
+            if last <= l1_bytes:
+                level = "L1"
+            elif last <= l2_bytes:
+                level = "L2"
+            elif first <= l2_bytes:
+                level = "L2 and DRAM"
+            else:
+                level = "DRAM"
+        elif i == 0:
             level = "L1"
-        elif i == len(runs) - 1 and len(runs) > 1:
+        elif i == len(runs) - 1:
             level = "DRAM"
         else:
-            level = "L2" if i == 1 else f"L2 ({i})"
+            level = "L2"
+        seen[level] = seen.get(level, 0) + 1
         lat = [x[1] for x in r]
         rows.append(
             {
-                "level": level,
-                "from_bytes": r[0][0],
-                "to_bytes": r[-1][0],
+                "level": level if seen[level] == 1 else f"{level} ({seen[level]})",
+                "from_bytes": first,
+                "to_bytes": last,
                 "points": len(r),
                 "latency": float(pd.Series(lat).median()),
             }
@@ -61,7 +79,9 @@ def hierarchy_tables(samples: pd.DataFrame, gpu: dict) -> dict[str, pd.DataFrame
     ok = samples[samples.status == "ok"]
     lat = ok[ok.kind == "latency"].groupby("bytes")[["ns_per_step", "cycles_per_step"]].median().reset_index()
     if len(lat):
-        ns = latency_plateaus(lat.bytes, lat.ns_per_step).rename(columns={"latency": "latency_ns"})
+        ns = latency_plateaus(
+            lat.bytes, lat.ns_per_step, l1_bytes=gpu.get("smem_per_sm"), l2_bytes=gpu.get("l2_bytes")
+        ).rename(columns={"latency": "latency_ns"})
         ns["latency_cycles"] = [
             float(lat[(lat.bytes >= a) & (lat.bytes <= b)].cycles_per_step.median())
             for a, b in zip(ns.from_bytes, ns.to_bytes)
@@ -79,9 +99,12 @@ DEVICE_MEMORY = [  # (quantity as typed from seed 003's table, provenance key, s
     ("32-bit registers per block", "regs_per_block", 1),
     ("shared memory per block", "smem_per_block", 1),
     ("constant memory", "constant_bytes", 1),
-    ("global memory", "memory_bytes", 1 / 2**20),
+    ("global memory", "memory_bytes", 1 / 2**20),  # deviceQuery's "MBytes", which the lecture copied: MiB
     ("L2 cache", "l2_bytes", 1),
 ]
+
+
+UNITS = {"MB": "MiB"}  # the lecture's "MB" are deviceQuery's MBytes, 2²⁰ bytes (the P100's 16276 is 16 GiB)
 
 
 def device_memory_table(published: pd.DataFrame, gpu: dict) -> pd.DataFrame:
@@ -96,7 +119,7 @@ def device_memory_table(published: pd.DataFrame, gpu: dict) -> pd.DataFrame:
         rows.append(
             {
                 "quantity": quantity,
-                "unit": units.get(quantity, ""),
+                "unit": UNITS.get(units.get(quantity, ""), units.get(quantity, "")),
                 **{g: table.at[quantity, g] if quantity in table.index else math.nan for g in table.columns},
                 gpu.get("name", "this run's GPU"): ours * scale if ours is not None else math.nan,
             }

@@ -12,6 +12,7 @@ from gpumm.analyse import (
     compare,
     counters,
     floor,
+    headlines,
     memory_levels,
     memory_modes,
     rates,
@@ -106,8 +107,10 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
     flops = flops.where(flops.notna(), 2.0 * m * n * k)
     nbytes = nbytes.where(nbytes.notna(), 4.0 * (m * k + k * n + m * n))
     seconds = summary["median_ms"] * 1e-3
-    summary["gflops"] = (flops / seconds / 1e9).where(flops > 0)
-    summary["gbs"] = nbytes / seconds / 1e9
+    # a preparation step (B transposed first) is not the product: its time has no product's rate
+    product = summary["timed"] != "prepare"
+    summary["gflops"] = (flops / seconds / 1e9).where((flops > 0) & product)
+    summary["gbs"] = (nbytes / seconds / 1e9).where(product)
     return summary
 
 
@@ -169,6 +172,7 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         runs = {"this run": results, **runs}
     tables["compare"] = compare.table(runs)
     tables["study_cost"] = pd.DataFrame(reference.costs(), columns=reference.COST_COLUMNS)
+    tables["headlines"] = headlines.headlines(tables)
     missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
     if missing:
         raise RuntimeError(f"collect: tables not made: {sorted(missing)}")

@@ -3,7 +3,6 @@
 Each step is ``python -m gpumm STEP``; ``gpumm.cli`` collects every stage's steps (:func:`register`).
 """
 
-import json
 import os
 import sys
 import time
@@ -59,15 +58,7 @@ def cmd_index(a):
 
     from gpumm.report import index as report
 
-    t = Path(a.tables)
-    report.index(
-        json.loads((t / "source.json").read_text()),
-        pd.read_csv(t / "variants.csv"),
-        pd.read_csv(t / "profiles.csv"),
-        Path(a.out),
-        pd.read_csv(paths.STUDIES),
-        pd.read_csv(t / "study_cost.csv"),
-    )
+    report.write(Path(a.tables), Path(a.out).parent, pd.read_csv(paths.STUDIES))
 
 
 def register(sub) -> None:

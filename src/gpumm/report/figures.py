@@ -4,8 +4,11 @@ Every table and figure a page shows is also written, as the tidy CSV it was
 drawn from, to ``results/report/data/<page>-<n>.csv``, and linked under it.
 """
 
+import base64
 import html
+import io
 import json
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -13,12 +16,12 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import HTML, Markdown, display
 
-from gpumm.report import labels
-from gpumm.report.index import banner
+from gpumm.report import labels, method
+from gpumm.report.index import banner, run_words
 from gpumm.report.pages import PAGES
 from gpumm.setup import files
 
-_PAGE = {"name": "page", "count": 0, "data": None, "plot": None}
+_PAGE = {"name": "page", "count": 0, "data": None, "plot": None, "tables": None}
 
 
 def load(tables_dir: str) -> dict:
@@ -43,7 +46,7 @@ def link(page: str, text: str | None = None) -> str:
 def nav(page: str | None) -> str:
     """The line under the data source: back to the index, and every other page."""
     others = " · ".join(link(p["notebook"], p["short"]) for p in PAGES if p["notebook"] != page)
-    return f"[← Report index](index.html) · {others}"
+    return f"[← Report index](index.html) · [This run](run.html) · {others}"
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -67,89 +70,50 @@ def launch_floor_ms(tables: dict) -> float:
 
 
 def regime_note(tables: dict) -> str:
-    """One sentence: how the kernel times of this run were taken, and what their floor is."""
-    if not batched(tables):
-        return (
-            "**Timing regime:** this run timed each launch between its own pair of CUDA events (before batched "
-            "timing), so any kernel time below about 10–25 µs is the host's launch overhead (CuPy's dispatch for "
-            "cuBLAS), not the kernel; small sizes run from the L2."
-        )
-    floor = launch_floor_ms(tables)
-    at = f" {floor * 1e3:.2f} µs per launch on this GPU" if floor == floor else " measured on the profiles page"
-    s = tables["samples"]
-    adaptive = "stop" in s and s["stop"].notna().any() and (s["stop"].astype(str) != "").any()
-    t = {"min_samples": 5, "max_noise_pct": 0.5, "max_samples": 20, "timeout_s": 2.0}
-    t.update(((tables.get("source") or {}).get("config") or {}).get("timing") or {})
-    how = (
-        f" Each set takes samples until it is quiet (at least {t['min_samples']}; it stops once its interquartile "
-        f"range is at most {t['max_noise_pct']:g}% of its median, at {t['max_samples']} samples, or after "
-        f"{t['timeout_s']:g} s of sampling: `src/gpumm/run/sampling.py`); the tables give each set's samples and "
-        "spread."
-        if adaptive
-        else ""
-    )
-    return (
-        "**Timing regime:** every kernel time is per launch, from CUDA graphs of back-to-back launches (each "
-        f"sample lasts at least 2 ms); the floor of that method, an empty kernel, is{at}. Inputs stay resident "
-        "between launches, so sizes whose matrices fit in the L2 run from the cache." + how
-    )
+    """How this run's kernel times were taken, written from its own records (gpumm.report.method)."""
+    return method.timing(tables)
 
 
 def header(tables: dict, page: str | None = None) -> None:
-    """The top of every page: the data-source sentence (its first line), the links to the index and the
-    other pages, the page's title, then how the numbers were taken."""
+    """The top of every page: one short data-source banner (linking how the numbers were taken), the links to
+    the index and the other pages, the page's title and its study IDs (each a link to its section); then only
+    the caveats that apply to this run (stale or missing variants, settings a replay did not use)."""
     sns.set_theme(style="whitegrid", context="notebook")
-    _PAGE.update(name=page or "page", count=0)
-    display(Markdown(f"**{banner(tables['source'])}**"))
+    _PAGE.update(name=page or "page", count=0, tables=tables)
+    source = tables["source"]
+    display(
+        HTML(
+            f'<p class="banner" id="data-source"><b>{html.escape(banner(source))}</b> '
+            '<a href="run.html">How these numbers were taken</a></p>'
+        )
+    )
     display(Markdown(nav(page)))
     this = next((p for p in PAGES if p["notebook"] == page), None)
     if this:
         display(Markdown(f"# {this['title']}"))
-        display(
-            Markdown("Studies on this page: " + ", ".join(this["ids"]) + " (the [index](index.html) lists them all).")
-        )
+        display(Markdown("Studies on this page: " + ", ".join(f"[{i}](#{i})" for i in this["ids"]) + "."))
     variants = tables["variants"]
     stale = variants.query("stale")["variant"].tolist()
     missing = variants.query("origin == 'not measured'")["variant"].tolist()
-    if stale and len(stale) == len(variants.query("origin == 'replayed'")):
+    if stale:
         display(
-            Markdown(
-                "**Stale:** the kernel source, catalog entry or launch code of every replayed variant changed since "
-                "the archived run: its numbers are for the code of that run."
-            )
-        )
-    elif stale:
-        display(
-            Markdown(f"**Stale:** {', '.join(stale)} changed since the archived run; numbers are for the old source.")
+            Markdown(f"**Stale:** {', '.join(stale)} changed since the archived run; their numbers are the old code's.")
         )
     if missing:
         display(Markdown(f"**Not measured:** {', '.join(missing)} (not in the archive; no numbers shown)."))
-    differs = tables["source"].get("data_source", {}).get("config_differs") or []
+    differs = source.get("data_source", {}).get("config_differs") or []
     if differs:
         display(
             Markdown(
-                "**Configuration:** the archived run used other settings than this configuration; the pages show "
-                "the archived run's: " + "; ".join(differs) + "."
+                "**Settings:** the archived run used other settings than this configuration "
+                "([which](run.html#settings)); the pages show the archived run's."
             )
         )
-    display(Markdown(regime_note(tables)))
-    throttled = _throttled(tables["summary"])
-    if throttled:
-        display(Markdown(f"**Throttled:** {throttled}"))
 
 
-def _throttled(summary: pd.DataFrame) -> str:
-    """Which timed sets ran with the SM clock below its maximum ('' when none, or not recorded)."""
-    if "throttled" not in summary:
-        return ""
-    t = summary[summary.throttled.astype(str).str.lower() == "true"]
-    if t.empty:
-        return ""
-    low = t.sm_clock_min_mhz.min()
-    names = ", ".join(
-        sorted({f"{r.variant} at {r.M}×{r.N}×{r.K} ({r.memory_mode}, {r.timed})" for r in t.itertuples()})
-    )
-    return f"{len(t)} timed sets ran below the maximum SM clock (lowest {low:.0f} MHz): {names}."
+def section(study_id: str, title: str, level: int = 2) -> None:
+    """A heading that is also the anchor the index links to (``page.html#S0-T1``)."""
+    display(HTML(f'<h{level} id="{html.escape(study_id)}">{html.escape(title)}</h{level}>'))
 
 
 def md(text: str) -> None:
@@ -162,9 +126,26 @@ def show(df: pd.DataFrame, precision: int = 1, name: str | None = None, **format
     if df.empty:
         md("*(nothing in this run)*")
         return
-    shown = labels.for_reader(df.reset_index(drop=True))
-    display(HTML(shown.to_html(index=False, border=0, classes="gpumm", escape=True)))
+    shown = labels.for_reader(df.reset_index(drop=True)).map(_cell)
+    shown.columns = [_cell(c) for c in shown.columns]
+    display(HTML(shown.to_html(index=False, border=0, classes="gpumm", escape=False)))
+    note = method.throttled_among(_PAGE.get("tables") or {}, df)
+    if note:
+        md(f"*{note}*")
     download(df, name)
+
+
+LONG = 44  # a cell with a word longer than this shows its start, the whole text a hover away
+
+
+def _cell(value) -> str:
+    """One cell's HTML: escaped; a text that cannot wrap (a word longer than LONG, such as a cuBLAS kernel's
+    name) cut short, in full in its title. Text made of ordinary words wraps and is shown whole, and a list
+    joined by commas (a build's defines) may break after each comma."""
+    text = str(value)
+    if max((len(w) for w in re.split(r"[\s,]+", text)), default=0) <= LONG:
+        return re.sub(r",(?=\S)", ",<wbr>", html.escape(text))
+    return f'<span title="{html.escape(text)}">{html.escape(text[: LONG - 1])}…</span>'
 
 
 def download(df: pd.DataFrame, name: str | None = None, text: str = "Download this as CSV") -> None:
@@ -178,10 +159,30 @@ def download(df: pd.DataFrame, name: str | None = None, text: str = "Download th
     display(HTML(f'<p class="csv"><a href="data/{html.escape(fname)}">{html.escape(text)}</a></p>'))
 
 
-def figure(data: pd.DataFrame | None = None, name: str | None = None) -> None:
-    """Show the current figure, and link the tidy data it was drawn from (the last size plot's by default)."""
-    plt.show()
+def figure(data: pd.DataFrame | None = None, name: str | None = None, *, caption: str, alt: str | None = None) -> None:
+    """Show the current figure with its caption (what it shows, from which run, in which regime) and alt text, and
+    link the tidy data it was drawn from (the last size plot's by default). The image is embedded in the page."""
+    fig = plt.gcf()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    src = base64.b64encode(buf.getvalue()).decode()
+    run = run_words(_PAGE["tables"]["source"]) if _PAGE.get("tables") else ""
+    words = re.sub(r"[*`]", "", caption)
+    display(
+        HTML(
+            f'<figure class="gpumm"><img src="data:image/png;base64,{src}" alt="{html.escape(alt or words)}">'
+            f'<figcaption>{html.escape(words)} <span class="run">({html.escape(run)})</span></figcaption></figure>'
+        )
+    )
     download(data if data is not None else _PAGE["plot"], name)
+
+
+def best_hand_written(ladder: pd.DataFrame):
+    """The family of a ladder table (gpumm.analyse.rates.ladder) with the largest share of cuBLAS, cuBLAS aside;
+    None where there is none."""
+    d = ladder[(ladder.family != "cublas") & ladder.share_of_cublas.notna()] if len(ladder) else ladder
+    return d.loc[d.share_of_cublas.idxmax()] if len(d) else None
 
 
 def is_power_of_two(n) -> bool:
@@ -213,6 +214,7 @@ def size_plot(
     ax=None,
     mode: str | None = "device",
     floor_ms: float = float("nan"),
+    legend: str = "right",
 ):
     """Median (IQR band) of ``y`` against square size, one line per variant, log-log; memory ``mode`` only.
 
@@ -239,7 +241,7 @@ def size_plot(
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 5))
     order = [v for v in variants if v in set(d.variant)]
-    sns.lineplot(  # a colour and a marker per variant: up to 20 lines stay apart
+    sns.lineplot(  # a colour, a marker and a dash pattern per variant: two lines on top of each other stay apart
         data=d,
         x="M",
         y="value",
@@ -248,7 +250,7 @@ def size_plot(
         style="variant",
         style_order=order,
         markers=True,
-        dashes=False,
+        dashes=True,
         palette=sns.color_palette("tab20" if len(order) > 10 else "tab10", len(order)),
         estimator="median",
         errorbar=("pi", 50),
@@ -260,19 +262,49 @@ def size_plot(
     if floor_ms == floor_ms and ticks:
         n = pd.Series(ticks, dtype=float)
         if y == "ms":
-            ax.plot(n, [floor_ms * scale] * len(n), ls="--", color="grey", label="launch-overhead floor")
+            ax.plot(n, [floor_ms * scale] * len(n), ls=":", lw=2, color="black", label="launch-overhead floor")
         elif y == "gflops":  # the rate a kernel at the floor would show; drawn where it is near the data
             ceiling = 2 * n**3 / (floor_ms * 1e-3) / 1e9 * scale
             near = ceiling <= 10 * d.value.max()
-            ax.plot(n[near], ceiling[near], ls="--", color="grey", label="launch-overhead ceiling")
+            ax.plot(n[near], ceiling[near], ls=":", lw=2, color="black", label="launch-overhead ceiling")
+        bound = launch_bound(d, floor_ms)
+        if bound:
+            ax.axvspan(
+                ticks[0] / 1.4,
+                bound * 1.41,
+                color="grey",
+                alpha=0.13,
+                lw=0,
+                label=f"launch-bound (floor ≥ {LAUNCH_BOUND_SHARE:.0%} of the fastest time)",
+            )
     ax.set_xticks(ticks, labels=[str(n) for n in ticks])
     if len(ticks) > 7:
         ax.tick_params(axis="x", labelrotation=60)
     ax.xaxis.set_minor_locator(plt.NullLocator())
     ax.set(xlabel="size n (all matrices n × n)", ylabel=ylabel, title=title)
     handles, labels = ax.get_legend_handles_labels()
-    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    if legend == "below":  # panels side by side: each legend under its panel
+        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=2, fontsize="small")
+    else:
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     return ax
+
+
+LAUNCH_BOUND_SHARE = 0.2  # a size is launch-bound where the floor is at least this share of the fastest kernel's time
+
+
+def launch_bound(samples: pd.DataFrame, floor_ms: float) -> int | None:
+    """The largest size (of ``samples``' square sizes, from the smallest up) at which the launch-overhead floor is
+    at least LAUNCH_BOUND_SHARE of the fastest plotted kernel's median time; None where there is none."""
+    if not floor_ms == floor_ms or samples.empty:
+        return None
+    fastest = samples.groupby(["M", "variant"]).ms.median().groupby(level="M").min().sort_index()
+    bound = None
+    for n, ms in fastest.items():
+        if floor_ms < LAUNCH_BOUND_SHARE * ms:
+            break
+        bound = int(n)
+    return bound
 
 
 def profile_at(tables: dict, variant: str, n: int):

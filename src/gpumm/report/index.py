@@ -1,56 +1,135 @@
-"""The report's front page, and the data-source line every page starts with."""
+"""The report's front page and its run page, and the data-source line every page starts with.
 
+- ``index.html`` leads: what the study is, the run (GPU, date, commit, what it cost), the headline numbers
+  (each from the tables, linked to the section that shows it), a short path through the pages, every page and
+  study ID linked to its section.
+- ``run.html`` holds the bookkeeping: how the numbers were taken (written from the run's own records,
+  :mod:`gpumm.report.method`), the settings a replay did not use, the variants, the profiles' status, the
+  provenance and the digests.
+"""
+
+import csv
+import functools
 import html
+import json
+import re
 from pathlib import Path
 
 import pandas as pd
 
-from gpumm.report import labels
+from gpumm.report import labels, method
 from gpumm.report.pages import PAGES
+from gpumm.setup import paths
+
+STYLE = """<style>body{font-family:sans-serif;max-width:72em;margin:1em auto;padding:0 1em;line-height:1.45}
+.banner{background:#fff3cd;border:1px solid #e0c060;padding:.5em 1em;margin-top:0}
+table.t,table.p{border-collapse:collapse;font-size:.92em}
+.t td,.t th,.p td,.p th{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
+.t td{overflow-wrap:anywhere}.t a,.t:not(.headline) td:first-child{white-space:nowrap}
+.headline td:nth-child(2){font-weight:bold}
+nav{margin:.4em 0 1em}</style>"""
+
+START_HERE = [
+    ("ladder", "race", "how far hand-written FP32 kernels get against cuBLAS, rung by rung, and why"),
+    ("seed001", "S1-C1", "seed 001's claims, tested on this GPU"),
+    ("memory_modes", "S1-C2", "what zero-copy and unified memory cost against explicit copies"),
+    ("coalescing", "S0-T2", "reading along rows against along columns, the effect behind every rung"),
+    ("transpose", "S2-TR", "the same memory lessons on a kernel with no arithmetic"),
+    ("profiles", "launch-floor", "the counters behind all of it, and the launch-overhead floor"),
+]
 
 
 def banner(source: dict) -> str:
-    """One sentence: where the numbers come from (GPU, date, commit, measured or replayed)."""
+    """One sentence: where the numbers come from (measured here, or replayed from which archive, GPU, date)."""
     gpu = source.get("gpu", {}).get("name", "unknown GPU")
     date = source.get("date", "unknown date")[:10]
-    commit = source.get("git_commit", "unknown")[:12]
     ds = source.get("data_source", {})
     if ds.get("mode") == "replay":
         return (
-            f"Data source: REPLAYED from the archived run {ds.get('archive')} — measured on {gpu} on {date} "
-            f"at commit {commit}; nothing was measured on this machine ({ds.get('why', '')})."
+            f"Data source: REPLAYED from the archived run {ds.get('archive')} — measured on {gpu} on {date}; "
+            "nothing was measured on this machine."
         )
+    commit = source.get("git_commit", "unknown")[:12]
     return f"Data source: MEASURED in this run on {gpu} on {date} at commit {commit}."
 
 
+def run_words(source: dict) -> str:
+    """'NVIDIA H200, 2026-11-23, archive h200' (or 'this run'): which run a figure shows, for its caption."""
+    gpu = source.get("gpu", {}).get("name", "unknown GPU")
+    date = source.get("date", "unknown date")[:10]
+    ds = source.get("data_source", {})
+    where = f"archive {Path(str(ds.get('archive'))).name}" if ds.get("mode") == "replay" else "this run"
+    return f"{gpu}, {date}, {where}"
+
+
+def banner_html(source: dict) -> str:
+    return (
+        f'<p class="banner" id="data-source"><b>{html.escape(banner(source))}</b> '
+        '<a href="run.html">How these numbers were taken</a></p>'
+    )
+
+
+@functools.cache
+def _home_pages() -> dict[str, str]:
+    """Each study ID's own page, from data/studies.csv (a study shown on two pages has one home)."""
+    with paths.STUDIES.open() as f:
+        return {row["id"]: row["page"] for row in csv.DictReader(f)}
+
+
 def page_of(study_id: str) -> str | None:
-    """The notebook whose page shows a study ID."""
-    return next((p["notebook"] for p in PAGES if study_id in p["ids"]), None)
+    """The page that is a study ID's home (data/studies.csv), else the first page that lists it."""
+    return _home_pages().get(study_id) or next((p["notebook"] for p in PAGES if study_id in p["ids"]), None)
 
 
 def id_links(ids) -> str:
-    """Study IDs as links to the pages that show them."""
+    """Study IDs as links to the sections that show them (page#ID)."""
     out = []
     for sid in str(ids).split():
         page = page_of(sid)
-        out.append(f'<a href="{page}.html">{html.escape(sid)}</a>' if page else html.escape(sid))
+        out.append(f'<a href="{page}.html#{sid}">{html.escape(sid)}</a>' if page else html.escape(sid))
     return " ".join(out)
 
 
-def _table(df: pd.DataFrame, raw_html: tuple[str, ...] = ()) -> str:
+def _table(df: pd.DataFrame, raw_html: tuple[str, ...] = (), classes: str = "t") -> str:
     """A readable table (gpumm.report.labels), with the columns in ``raw_html`` kept as the HTML they hold."""
     shown = labels.for_reader(df.drop(columns=list(raw_html)))
     for c in raw_html:
         shown.insert(list(df.columns).index(c), labels.label(c), df[c])
-    return shown.to_html(index=False, border=0, classes="t", escape=False)
+    return shown.to_html(index=False, border=0, classes=classes, escape=False)
 
 
 def _esc(df: pd.DataFrame) -> pd.DataFrame:
     return df.map(lambda v: html.escape(v) if isinstance(v, str) else v)
 
 
+def _page(title: str, source: dict, body: str) -> str:
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>{STYLE}</head><body>
+{banner_html(source)}
+<nav><a href="index.html">Report index</a> · <a href="run.html">This run</a> · {
+        " · ".join(f'<a href="{p["notebook"]}.html">{html.escape(p["short"])}</a>' for p in PAGES)
+    }</nav>
+{body}
+</body></html>
+"""
+
+
+def _write(text: str, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(out)
+
+
+def _read(t: Path, name: str) -> pd.DataFrame:
+    try:
+        return pd.read_csv(t / f"{name}.csv")
+    except (FileNotFoundError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
+
+
 def study_cost(costs: pd.DataFrame | None) -> str:
-    """The index's section on what the whole study costs on each archived GPU (their run.json)."""
+    """What the whole study costs on each archived GPU (their run.json)."""
     if costs is None or costs.empty:
         return "<p>No archived run records what it cost (run.json).</p>"
     rows = costs.drop(columns=["steps"], errors="ignore").assign(
@@ -59,13 +138,10 @@ def study_cost(costs: pd.DataFrame | None) -> str:
     )
     rows = _esc(rows).rename(
         columns={
-            "archive": "archive",
             "gpu": "GPU",
-            "date": "date",
             "wall_s": "wall time (s, first step to the report)",
             "gpu_busy_s": "GPU busy (s)",
             "gpu_busy_share": "GPU busy (share of wall time)",
-            "cores": "cores",
             "gpu_worker": "GPU worker",
         }
     )
@@ -76,45 +152,125 @@ def study_cost(costs: pd.DataFrame | None) -> str:
     )
 
 
-def index(
-    source: dict,
-    variants: pd.DataFrame,
-    profiles: pd.DataFrame,
-    out: Path,
-    studies: pd.DataFrame,
-    costs: pd.DataFrame | None = None,
-) -> None:
-    """Write results/report/index.html: data source, the settings a replay did not use, pages, what the study
-    costs, studies, variants, profiles, provenance."""
+def _this_run(source: dict, costs: pd.DataFrame) -> str:
     gpu = source.get("gpu", {})
     ds = source.get("data_source", {})
+    archive = Path(str(ds.get("archive", ""))).name
+    cost = costs[costs.archive == archive] if len(costs) and "archive" in costs else pd.DataFrame()
+    spent = (
+        f" The whole study took {cost.wall_s.iloc[0]:.0f} s there, the GPU busy {cost.gpu_busy_share.iloc[0]:.0%} "
+        "of it."
+        if len(cost)
+        else ""
+    )
+    where = (
+        f"replayed from <code>{html.escape(str(ds.get('archive')))}</code>, measured"
+        if ds.get("mode") == "replay"
+        else "measured in this run"
+    )
+    return (
+        f"<p>The numbers are {where} on an <b>{html.escape(str(gpu.get('name', '?')))}</b> "
+        f"({gpu.get('sm_count', '?')} SMs, driver {html.escape(str(gpu.get('driver', '?')))}) on "
+        f"{html.escape(source.get('date', '?')[:10])}, commit <code>{html.escape(source.get('git_commit', '?')[:12])}"
+        f'</code>.{spent} <a href="run.html">How they were taken</a>.</p>'
+    )
+
+
+def _headlines(h: pd.DataFrame) -> str:
+    if h.empty:
+        return "<p>This run has none of the numbers the headlines read.</p>"
+    short = {p["notebook"]: p["short"] for p in PAGES}
+    rows = "\n".join(
+        f'<tr data-key="{html.escape(r.key)}"><td>{html.escape(r.what)}</td><td>{html.escape(r.value)}</td>'
+        f'<td><a href="{r.page}.html#{r.anchor}">{html.escape(short.get(r.page, r.page))}</a></td></tr>'
+        for r in h.itertuples()
+    )
+    return (
+        '<table class="t headline"><thead><tr><th>what</th><th>this run</th><th>shown on</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
+def write(tables: Path, out_dir: Path, studies: pd.DataFrame) -> None:
+    """results/report/index.html and run.html from the tables."""
+    source = json.loads((tables / "source.json").read_text())
+    costs = _read(tables, "study_cost")
+    heads = _read(tables, "headlines")
+    start = "\n".join(
+        f'<li><a href="{page}.html#{anchor}">{html.escape(next(p["title"] for p in PAGES if p["notebook"] == page))}'
+        f"</a>: {html.escape(why)}</li>"
+        for page, anchor, why in START_HERE
+    )
     links = "\n".join(
         f'<li><a href="{p["notebook"]}.html">{html.escape(p["title"])}</a> — {id_links(" ".join(p["ids"]))}</li>'
         for p in PAGES
     )
-    differs = ds.get("config_differs") or []
-    config_note = ""
-    if differs:
-        items = "".join(f"<li><code>{html.escape(d)}</code></li>" for d in differs)
-        config_note = (
-            "<h2>Settings this report does not reflect</h2><p>This configuration asks for settings the archived "
-            "run did not use; the pages show the archived run's numbers, made with its own settings:</p>"
-            f"<ul>{items}</ul>"
-        )
     st = studies.copy()
     st["id"] = [id_links(i) for i in st.id]
     st["page"] = [
         f'<a href="{p}.html">{html.escape(next(x["short"] for x in PAGES if x["notebook"] == p))}</a>' for p in st.page
     ]
+    body = f"""<h1>How memory decides the speed of GPU matrix multiply</h1>
+<p>Four classic studies of GPU matrix multiply and transpose, rebuilt: every kernel variant built, checked,
+timed and profiled on one GPU, every table and figure under the ID of the artefact it reproduces, beside the
+source's published numbers; then past the sources, a race of hand-written FP32 kernels against cuBLAS.</p>
+<h2 id="run">This run</h2>
+{_this_run(source, costs)}
+<h2 id="headlines">Headline numbers</h2>
+{_headlines(heads)}
+<h2 id="start">Start here</h2>
+<ol>
+{start}
+</ol>
+<h2 id="pages">Pages</h2>
+<ul>
+{links}
+</ul>
+<h2 id="studies">The studies</h2>
+<p>Every artefact of the four sources and the design card, with its ID, linked to its section.</p>
+{_table(st, ("id", "page"))}
+<h2 id="cost">What the study costs</h2>
+{study_cost(costs)}
+"""
+    title = "How memory decides the speed of GPU matrix multiply — report"
+    _write(_page(title, source, body), out_dir / "index.html")
+    _write(_page("This run: how the numbers were taken", source, run_page(tables, source)), out_dir / "run.html")
+
+
+def run_page(tables: Path, source: dict) -> str:
+    """The run page's body: method notes, settings a replay did not use, variants, profiles, provenance."""
+    t = {name: _read(tables, name) for name in ("samples", "summary", "verification", "profile_summary", "overhead")}
+    t["source"] = source
+    notes = "\n".join(f"<h3>{html.escape(h)}</h3><p>{html.escape(text)}</p>" for h, text in method.all_notes(t) if text)
+    ds = source.get("data_source", {})
+    differs = ds.get("config_differs") or []
+    config_note = (
+        '<h2 id="settings">Settings this report does not reflect</h2><p>This configuration asks for settings the '
+        "archived run did not use; the pages show the archived run's numbers, made with its own settings:</p><ul>"
+        + "".join(f"<li><code>{html.escape(d)}</code></li>" for d in differs)
+        + "</ul>"
+        if differs
+        else ""
+    )
+    reason = re.sub(r"^mode: ", "", str(ds.get("why", "")))
+    why = (
+        f"<p><b>Why these numbers are {'replayed' if ds.get('mode') == 'replay' else 'measured'}:</b> "
+        f"{html.escape(reason)}.</p>"
+        if reason
+        else ""
+    )
+    variants = _read(tables, "variants")
     v = variants.copy()
     v["note"] = [
         "stale" if str(s) == "True" else ("not measured" if o == "not measured" else "")
-        for s, o in zip(v["stale"], v["origin"])
+        for s, o in zip(v.get("stale", []), v.get("origin", []))
     ]
-    cols = ["variant", "label", "op", "defines", "studies", "note"]
-    v = _esc(v[[c for c in cols if c in v]].rename(columns={"op": "computes"}))
-    v["studies"] = [id_links(s) for s in variants["studies"].fillna("")]
-    prof = profiles.drop_duplicates("variant")[["variant", "status", "reason"]]
+    cols = ["variant", "label", "op", "defines", "note"]
+    shown = _esc(v[[c for c in cols if c in v]].rename(columns={"op": "computes"}))
+    shown["studies"] = [id_links(s) for s in variants["studies"].fillna("")]
+    prof = _read(tables, "profiles")
+    prof = prof.drop_duplicates("variant")[["variant", "status", "reason"]] if len(prof) else prof
+    gpu = source.get("gpu", {})
     prov = {k: source.get(k) for k in ("date", "git_commit", "cupy", "nvcc", "python", "config_digest", "host")}
     prov.update({f"gpu: {k}": val for k, val in gpu.items()})
     prov_rows = "\n".join(
@@ -123,44 +279,26 @@ def index(
         for k, val in prov.items()
         if val is not None
     )
-    digests = source.get("variant_digests", {})
-    now = source.get("variant_digests_now", {})
+    digests, now = source.get("variant_digests", {}), source.get("variant_digests_now", {})
     dig = pd.DataFrame(
         [
             {"variant": k, "digest (archived run)": d, "digest (this checkout)": now.get(k, "")}
             for k, d in digests.items()
         ]
     )
-    title = "How memory decides the speed of GPU matrix multiply — report"
-    page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;max-width:70em;margin:1em auto;padding:0 1em;line-height:1.4}}
-.banner{{background:#fff3cd;border:1px solid #e0c060;padding:.6em 1em;margin-top:0}}
-table.t,table.p{{border-collapse:collapse;font-size:.92em}}
-.t td,.t th,.p td,.p th{{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}}
-.t a{{white-space:nowrap}}</style>
-</head><body>
-<p class="banner" id="data-source"><b>{html.escape(banner(source))}</b></p>
-<h1>How memory decides the speed of GPU matrix multiply</h1>
-<p>Four classic studies of GPU matrix multiply and transpose, rebuilt on this run's GPU: every table and figure
-under the ID of the artefact it reproduces (the study list below), beside the source's published numbers.</p>
+    return f"""<h1>This run: how the numbers were taken</h1>
+{why}
+<h2 id="method">Method, as this run recorded it</h2>
+{notes}
 {config_note}
-<h2>Pages</h2>
-<ul>
-{links}
-</ul>
-<h2>What the study costs</h2>
-{study_cost(costs)}
-<h2>The studies</h2>
-<p>Every artefact of the four sources and the design card, with its ID and the page that shows it.</p>
-{_table(st, ("id", "page"))}
-<h2>Variants</h2>
+<h2 id="variants">Variants</h2>
 <p>In the ladder's order. <i>stale</i>: the variant's source, catalog entry or launch code changed since the
-archived run, so its numbers are for the old code; <i>not measured</i>: not in the archived run, no numbers.</p>
-{_table(v, ("studies",))}
-<h2>Profiles</h2>
-{_table(_esc(prof))}
-<h2>Provenance</h2>
+archived run, so its numbers are for the old code; <i>not measured</i>: not in the archived run, no numbers.
+{"Every variant here is neither." if not v["note"].astype(bool).any() else ""}</p>
+{_table(shown, ("studies",))}
+<h2 id="profiles">Profiles</h2>
+{_table(_esc(prof)) if len(prof) else "<p>(none)</p>"}
+<h2 id="provenance">Provenance</h2>
 <table class="p">
 {prov_rows}
 </table>
@@ -168,9 +306,4 @@ archived run, so its numbers are for the old code; <i>not measured</i>: not in t
 <p>A digest covers a variant's source, its catalog entry and the launch code; one that differs from the archived
 run's marks the variant stale.</p>
 {_table(dig) if len(dig) else "<p>(none recorded)</p>"}
-</body></html>
 """
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(page)
-    tmp.replace(out)

@@ -31,6 +31,8 @@ LABELS: dict[str, tuple[str, float]] = {
     "s1m_mean_ms": ("mean of the first ≤ 10 (ms)", 1),
     "iqr_pct": ("IQR (% of median)", 1),
     "samples": ("samples", 1),
+    "stop": ("stopped by", 1),
+    "warmups": ("warm-ups", 1),
     "gflops": ("GFLOP/s", 1),
     "gbs": ("GB/s", 1),
     "median_gbs": ("GB/s", 1),
@@ -103,6 +105,36 @@ LABELS: dict[str, tuple[str, float]] = {
     "part": ("part", 1),
 }
 
+
+# Nsight Compute's metric names, shortened for a table header (the full name is the CSV's column)
+METRICS = {
+    "gpu__time_duration.sum": "duration (ns)",
+    "dram__bytes_read.sum": "DRAM read (B)",
+    "dram__bytes_write.sum": "DRAM written (B)",
+    "lts__t_bytes.sum": "L2 bytes",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "load requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "load sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": "store requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": "store sectors",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "shared-load bank conflicts",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "shared-store bank conflicts",
+    "smsp__sass_inst_executed_op_shared_ld.sum": "shared-load instructions",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved occupancy (%)",
+    "launch__registers_per_thread": "registers / thread",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": "FADD",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": "FMUL",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "FFMA",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active": "issue slots used (%)",
+}
+for _stall in ("long_scoreboard", "short_scoreboard", "mio_throttle", "barrier", "math_pipe_throttle", "not_selected"):
+    METRICS[f"smsp__average_warps_issue_stalled_{_stall}_per_issue_active.ratio"] = f"stall: {_stall.replace('_', ' ')}"
+LABELS.update({m: (short, 1) for m, short in METRICS.items()})
+
+UNITS_NOTE = (
+    "GFLOP/s and TFLOP/s are 10⁹ and 10¹² floating-point operations a second, 2·M·N·K over the median time; GB/s "
+    "is 10⁹ bytes a second; KiB, MiB and GiB are 2¹⁰, 2²⁰ and 2³⁰ bytes; a size n means n × n matrices (n³ for "
+    "a product)."
+)
 
 SIZES = {"M", "N", "K", "n", "size", "w"}  # shown as plain integers: 4096, not 4,096
 

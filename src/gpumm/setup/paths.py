@@ -47,6 +47,7 @@ TABLE_NAMES = (
     "imported_summary",
     "compare",
     "study_cost",
+    "headlines",
 )
 
 # Relative to the working directory of a run (the Snakemake workdir).
