@@ -61,3 +61,4 @@ def test_a_long_cell_is_cut_short_with_the_whole_text_a_hover_away():
     defines = "MAXRREG=32,BM=16,BN=64,BK=16,UNROLL_K=1,LAUNCH_BOUNDS=256"
     assert _cell(defines) == defines.replace(",", ",<wbr>")  # may break after each comma
     assert _cell("a<b & c") == "a&lt;b &amp; c"  # escaped
+    assert _cell("16384×16384×1") == "16384×<wbr>16384×<wbr>1"  # a shape may break after each ×

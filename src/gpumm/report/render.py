@@ -18,7 +18,7 @@ from gpumm.report.pages import PAGES
 # catches, not something to scroll); numbers stay on one line; figures carry their captions
 CSS = """<style>
 .jp-RenderedHTMLCommon table { max-width: 100%; table-layout: auto; }
-.jp-RenderedHTMLCommon th { white-space: normal; overflow-wrap: anywhere; vertical-align: bottom; }
+.jp-RenderedHTMLCommon th { white-space: normal; overflow-wrap: break-word; vertical-align: bottom; }
 .jp-RenderedHTMLCommon td { white-space: normal; overflow-wrap: break-word; }
 table.gpumm td:first-child, table.t td:first-child { white-space: nowrap; }
 p.csv { font-size: 0.85em; margin-top: 0.2em; }
