@@ -18,8 +18,10 @@
 #   tools/device_run.sh study [BUDGET_S] [NAME]  the whole default study as a user runs it: from a tree with
 #                                            nothing built, `snakemake --cores all`, timed; then
 #                                            `python -m gpumm archive --name NAME` (with its run.json), the
-#                                            stopping rule against the fixed count (tools/sampling_check.py),
-#                                            and tars of the archive, the report and the logs into $OUT
+#                                            stopping rule against the fixed count (tools/sampling_check.py,
+#                                            with SAMPLING_CHECK=1), the GPU tests and compute-sanitizer runs of
+#                                            the rungs RACE_CHECK names (a pytest -k expression), and tars of the
+#                                            archive, the report and the logs into $OUT
 #   tools/device_run.sh sanitize             compute-sanitizer memcheck and racecheck on the transposes
 #                                            (odd shapes) and the memory-hierarchy kernels
 set -uo pipefail
@@ -63,7 +65,7 @@ PY
   tar czf "$OUT/results.tgz" results/raw results/build results/logs results/tables results/report data/reference
   ;;
 race)
-  rungs="blocktile_1d or blocktile_2d or vectorized or warptile or double_buffer"
+  rungs="blocktile_1d or blocktile_2d or vectorized or warptile or double_buffer or swizzled or interior"
   [ -n "${RACE_ONLY_PIPELINE:-}" ] || timeout 120 python3 -m pytest -m gpu -q tests/run/test_gpu.py \
     -k "($rungs) and (float64 or tensor_core)" 2>&1 | tee "$OUT/log/pytest-race.txt" | tail -6
   t0=$(date +%s)
@@ -113,6 +115,15 @@ PY
     tar czf "$OUT/archive.tgz" "data/reference/$name"
   fi
   [ -n "${SAMPLING_CHECK:-}" ] && timeout 120 python3 tools/sampling_check.py "$OUT/sampling-check.csv" 2>&1 | tail -25
+  if [ -n "${RACE_CHECK:-}" ]; then  # the new rungs: every test shape against float64, SASS, then the sanitizers
+    sel="(${RACE_CHECK})"
+    timeout 150 python3 -m pytest -m gpu -q tests/run/test_gpu.py -k "$sel and (float64 or tensor_core)" 2>&1 \
+      | tee "$OUT/log/pytest-race.txt" | tail -4
+    for tool in memcheck racecheck; do
+      timeout 90 compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q tests/run/test_gpu.py \
+        -k "$sel and float64 and (333x517x129 or 17x1x33)" 2>&1 | tee "$OUT/log/sanitize-race-$tool.txt" | tail -3
+    done
+  fi
   tar czf "$OUT/report.tgz" results/report
   tar czf "$OUT/logs.tgz" results/logs results/run results/tables results/run.json results/raw/*/meta.json \
     results/raw/profile-session/*/ncu.log 2>/dev/null

@@ -16,11 +16,46 @@
 // cp.async is not used: A must be transposed on its way into shared memory,
 // which an asynchronous copy cannot do; the register stage does it.
 //
-// Launch and edges as `warptile` (same defines).
+// Launch and edges as `warptile` (same defines). The main loop is a template over the tile movers, so
+// that the rungs above (`swizzled`, `interior`) change how tiles move, not the loop.
 
 #define matmul_warptile matmul_warptile_unused_in_double_buffer
 #include "warptile.cu"
 #undef matmul_warptile
+
+// The double-buffered main loop over K, for any tile movers AT (A's BM x BK tile) and BT (B's BK x BN tile)
+// with fetch() and store() as in tile_io.cuh: `swizzled` and `interior` run it with their own movers.
+template <class AT, class BT>
+__device__ __forceinline__ void double_buffered_product(const float *__restrict__ A, const float *__restrict__ B,
+                                                        int M, int N, int K, int row0, int col0, bool vec, int tid,
+                                                        const WarpPos &w, float (*As)[BK * BM], float (*Bs)[BK * BN],
+                                                        float (&acc)[WMITER * TM][WNITER * TN])
+{
+    AT at;
+    BT bt;
+    at.fetch(A, M, K, row0, 0, vec, tid);
+    bt.fetch(B, N, K, 0, col0, vec, tid);
+    at.store(As[0], tid);
+    bt.store(Bs[0], tid);
+    __syncthreads();
+
+    int cur = 0;
+    for (int t = 0; t < K; t += BK) {
+        const bool more = t + BK < K;
+        if (more) {  // issue the next step's loads; their registers are read after the product
+            at.fetch(A, M, K, row0, t + BK, vec, tid);
+            bt.fetch(B, N, K, t + BK, col0, vec, tid);
+        }
+        warp_tile_product(As[cur], Bs[cur], w, acc);
+        if (more) {
+            // the other buffer was last read in the previous step, before that step's barrier
+            at.store(As[cur ^ 1], tid);
+            bt.store(Bs[cur ^ 1], tid);
+        }
+        __syncthreads();
+        cur ^= 1;
+    }
+}
 
 extern "C" __global__ void __launch_bounds__(NT) matmul_double_buffer(const float *__restrict__ A,
                                                                      const float *__restrict__ B,
@@ -44,30 +79,7 @@ extern "C" __global__ void __launch_bounds__(NT) matmul_double_buffer(const floa
             acc[i][j] = 0.0f;
         }
     }
-    ATile<BM, BK, NT> at;
-    BTile<BK, BN, NT> bt;
-
-    at.fetch(A, M, K, row0, 0, vec, tid);
-    bt.fetch(B, N, K, 0, col0, vec, tid);
-    at.store(As[0], tid);
-    bt.store(Bs[0], tid);
-    __syncthreads();
-
-    int cur = 0;
-    for (int t = 0; t < K; t += BK) {
-        const bool more = t + BK < K;
-        if (more) {  // issue the next step's loads; their registers are read after the product
-            at.fetch(A, M, K, row0, t + BK, vec, tid);
-            bt.fetch(B, N, K, t + BK, col0, vec, tid);
-        }
-        warp_tile_product(As[cur], Bs[cur], w, acc);
-        if (more) {
-            // the other buffer was last read in the previous step, before that step's barrier
-            at.store(As[cur ^ 1], tid);
-            bt.store(Bs[cur ^ 1], tid);
-        }
-        __syncthreads();
-        cur ^= 1;
-    }
+    double_buffered_product<ATile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, row0, col0, vec, tid, w, As, Bs,
+                                                                   acc);
     warp_tile_store(C, M, N, row0, col0, w, acc, vec);
 }

@@ -45,6 +45,9 @@
 #ifndef TN
 #define TN 4
 #endif
+#ifndef A_SWIZZLE
+#define A_SWIZZLE(k) 0  // where row k of the transposed A tile is XOR-swizzled (swizzled.cu); 0: not at all
+#endif
 #define NT (32 * (BM / WM) * (BN / WN))
 #define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
 #define WSUBM (WM / WMITER)
@@ -78,8 +81,8 @@ __device__ __forceinline__ void warp_tile_product(const float *As, const float *
         for (int s = 0; s < WMITER; ++s) {
 #pragma unroll
             for (int i = 0; i < TM; i += 4) {
-                const float4 v =
-                    *reinterpret_cast<const float4 *>(&As[k * BM + w.wr * WM + s * WSUBM + w.tr * TM + i]);
+                const int m = w.wr * WM + s * WSUBM + w.tr * TM + i;
+                const float4 v = *reinterpret_cast<const float4 *>(&As[k * BM + (m ^ A_SWIZZLE(k))]);
                 a[s * TM + i] = v.x, a[s * TM + i + 1] = v.y, a[s * TM + i + 2] = v.z, a[s * TM + i + 3] = v.w;
             }
         }

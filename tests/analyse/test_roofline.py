@@ -193,7 +193,7 @@ def test_the_comparison_keeps_a_run_that_has_no_rates(tmp_path):
     t = pd.concat([small, t], ignore_index=True)
     rates = compare.wide(t, "GFLOP/s")
     assert list(rates.columns) == ["this run", "a"] and rates["this run"].isna().all()
-    assert list(rates.index) == [f"{v} GFLOP/s at 4096³" for v in compare.RATE_VARIANTS]
+    assert list(rates.index) == [f"{v.rstrip('*')} GFLOP/s at 4096³" for v in compare.RATE_VARIANTS]
     assert rates.at["naive GFLOP/s at 4096³", "a"] == pytest.approx(5000.0, rel=1e-6)
     everything = compare.wide(t)
     assert list(everything.columns) == ["this run", "a"] and everything.index[0] == rates.index[0]
@@ -228,3 +228,16 @@ def test_shares_of_cublas_per_run():
     shares = compare.shares_of_cublas(pd.DataFrame(rows))
     assert list(shares.index) == ["naive", "double_buffer"] and list(shares.columns) == ["a", "b"]
     assert shares.at["double_buffer", "a"] == pytest.approx(0.8) and shares.at["naive", "b"] == pytest.approx(1 / 3)
+
+
+def test_a_tuned_family_compares_by_its_fastest_candidate(tmp_path):
+    from gpumm.analyse import compare
+
+    a = _archive(tmp_path, "a", "GPU A", 2_500_000, [27.48779069], 3000.0)
+    for key, ms in (("slow", 4.0), ("fast", 2.748779069)):  # 2·4096³ flop in 2.749 ms: 50,000 GFLOP/s
+        (a / "raw" / f"interior_{key}").mkdir()
+        pd.DataFrame(
+            {"M": 4096, "N": 4096, "K": 4096, "timed": "kernel", "memory_mode": "device", "status": "ok", "ms": [ms]}
+        ).to_csv(a / "raw" / f"interior_{key}" / "samples.csv", index=False)
+    v = compare.table({"a": a}).set_index("what").value
+    assert v["interior GFLOP/s at 4096³"] == pytest.approx(50000.0, rel=1e-6)

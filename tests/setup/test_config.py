@@ -58,3 +58,18 @@ def test_digest_changes_with_any_value(cfg):
     other["timing"]["min_samples"] += 1
     assert config.digest(cfg) != config.digest(other)
     assert config.digest(cfg) == config.digest(copy.deepcopy(cfg))
+
+
+def test_tune_false_builds_only_the_first_candidate_of_a_search(cfg):
+    tuned = [v.id for v in config.check(copy.deepcopy(cfg)) if v.family == "interior"]
+    assert len(tuned) > 1
+    cfg["tune"] = False
+    assert config.explain(cfg) is None
+    assert [v.id for v in config.check(cfg) if v.family == "interior"] == tuned[:1]
+    cfg["tune"] = "no"
+    assert 'tune = "no"' in config.explain(cfg)
+
+
+def test_a_tuned_family_may_have_its_own_max_size_when_only_leaves_it_out(cfg):
+    cfg["only"] = ["naive", "cublas"]  # max_size.interior stays in the config: a family name, allowed
+    assert [v.id for v in config.check(cfg)] == ["naive", "cublas"]

@@ -104,3 +104,28 @@ def test_the_steps_of_a_checked_catalog_do_not_check_it_again(tmp_path, monkeypa
     monkeypatch.setenv(catalog.CHECKED_ENV, fingerprint)
     with pytest.raises(catalog.CatalogError, match="quantum"):
         catalog.load(bad)
+
+
+def test_a_tuning_search_expands_into_one_variant_per_candidate():
+    fam = catalog.load()["interior"]
+    variants = catalog.expand({"interior": {}})
+    assert [v.id for v in variants] == [f"interior_{k}" for k in fam["tune"]]
+    for v in variants:
+        assert catalog.from_id(v.id) == v  # each candidate round-trips through its name
+        cand = fam["tune"][v.id.removeprefix("interior_")]
+        assert dict(v.defines) == {**fam["defines"], **cand}  # the candidate's defines replace the family's
+    only_first = catalog.expand({"interior": {}}, tune=False)  # the config's tune: false
+    assert [v.id for v in only_first] == [variants[0].id]
+    with pytest.raises(catalog.CatalogError, match="unknown variant"):
+        catalog.from_id("interior")  # the family's name is not a build
+
+
+def test_a_tuning_search_is_checked():
+    families = catalog.load()
+    families["interior"]["tune"]["bad"] = {"NOPE": 1}
+    with pytest.raises(catalog.CatalogError, match=r"interior.tune.bad: \['NOPE'\] are not among"):
+        catalog._check_family("interior", families["interior"], families)
+    families = catalog.load()
+    families["interior"]["params"] = {"TILE": {"default": [16], "min": 1, "max": 32}}
+    with pytest.raises(catalog.CatalogError, match="`tune` or `params`, not both"):
+        catalog._check_family("interior", families["interior"], families)

@@ -109,3 +109,75 @@ def what_moved(counters: pd.DataFrame, rates: pd.DataFrame, families: list[dict]
 
 def _fmt(x: float) -> str:
     return f"{x:.3g}"
+
+
+def chain(families: list[dict], top: str = "cublas", base: str = "unrolled") -> list[str]:
+    """The race's rungs in order: ``naive``, then ``base`` and every rung above it up to ``top``, found by following
+    ``rung_below`` down from ``top`` (so a new rung joins the chart by naming the one it improves on)."""
+    below = {f["family"]: f.get("rung_below") for f in families}
+    if top not in below:
+        return []
+    out, f = [], top
+    while f is not None and f not in out:
+        out.append(f)
+        if f == base:
+            break
+        f = below.get(f)
+    return (["naive"] if "naive" in below else []) + out[::-1]
+
+
+def tuning_search(
+    summary: pd.DataFrame, tuned: dict[str, list[str]], sizes=(4096, 8192, 16384), choose_at: int = rates.LADDER_SIZE
+) -> pd.DataFrame:
+    """The tuning searches of a run: one row per candidate build (``family_key``) and square size, with its
+    status, median GFLOP/s, share of the same run's cuBLAS and SM clock; ``chosen`` marks each family's fastest
+    verified candidate at ``choose_at`` (a candidate that failed its checks, or was not timed, is never chosen).
+
+    ``tuned`` maps a family to its candidates' keys, in the catalog's order."""
+    cols = [
+        "family",
+        "candidate",
+        "variant",
+        "defines",
+        "size",
+        "status",
+        "gflops",
+        "share_of_cublas",
+        "sm_clock_mhz",
+        "chosen",
+    ]
+    k = summary[
+        (summary.timed == "kernel")
+        & (summary.memory_mode == "device")
+        & (summary.M == summary.N)
+        & (summary.N == summary.K)
+        & summary.M.isin(sizes)
+    ]
+    cublas = k[(k.variant == "cublas") & (k.status == "ok")].set_index("M").gflops
+    rows = []
+    for family, keys in tuned.items():
+        for key in keys:
+            vid = f"{family}_{key}"
+            mine = k[k.variant == vid].set_index("M")
+            for n in sizes:
+                r = mine.loc[n] if n in mine.index else None
+                ok = r is not None and r.status == "ok" and pd.notna(r.gflops)
+                rows.append(
+                    {
+                        "family": family,
+                        "candidate": key,
+                        "variant": vid,
+                        "defines": r.defines if r is not None and "defines" in mine else "",
+                        "size": n,
+                        "status": "not timed" if r is None else r.status,
+                        "gflops": float(r.gflops) if ok else math.nan,
+                        "share_of_cublas": float(r.gflops) / cublas[n] if ok and n in cublas.index else math.nan,
+                        "sm_clock_mhz": float(r.sm_clock_mhz) if r is not None and "sm_clock_mhz" in mine else math.nan,
+                        "chosen": False,
+                    }
+                )
+    out = pd.DataFrame(rows, columns=cols)
+    for family, g in out[(out["size"] == choose_at) & out.gflops.notna()].groupby("family"):
+        winner = g.loc[g.gflops.idxmax(), "candidate"]
+        out.loc[(out.family == family) & (out.candidate == winner), "chosen"] = True
+    return out

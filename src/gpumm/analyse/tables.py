@@ -15,6 +15,7 @@ from gpumm.analyse import (
     headlines,
     memory_levels,
     memory_modes,
+    race,
     rates,
     ratios,
     seed000,
@@ -23,7 +24,7 @@ from gpumm.analyse import (
 from gpumm.archive import reference
 from gpumm.build import loops
 from gpumm.run import operations
-from gpumm.setup import paths
+from gpumm.setup import catalog, paths
 from gpumm.setup.catalog import Variant
 
 SHAPE = ["variant", "family", "defines", "kind", "M", "N", "K", "memory_mode", "timed"]
@@ -172,6 +173,8 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         runs = {"this run": results, **runs}
     tables["compare"] = compare.table(runs)
     tables["study_cost"] = pd.DataFrame(reference.costs(), columns=reference.COST_COLUMNS)
+    tuned = {name: list(fam["tune"]) for name, fam in catalog.load().items() if fam.get("tune")}
+    tables["tuning"] = race.tuning_search(summary, tuned)
     tables["headlines"] = headlines.headlines(tables)
     missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
     if missing:

@@ -199,7 +199,15 @@ def _check_family(name: str, fam: dict, families: dict) -> None:
             if not (paths.KERNELS / f).is_file():
                 raise CatalogError(f"catalog: {name}: kernel file {paths.KERNELS / f} does not exist")
     if fam["kind"] != "cuda":
+        if "tune" in fam:
+            raise CatalogError(f"catalog: {name}.tune: only a CUDA family can be tuned")
         return
+    if "tune" in fam and "params" in fam:
+        raise CatalogError(f"catalog: {name}: a family has `tune` or `params`, not both")
+    for key, cand in fam.get("tune", {}).items():
+        unknown = set(cand) - set(fam.get("defines", {}))
+        if unknown:
+            raise CatalogError(f"catalog: {name}.tune.{key}: {sorted(unknown)} are not among the family's defines")
     params = fam.get("params", {})
     allowed = {"M", "N", "K", *params, *fam.get("defines", {})}
     for flag in fam.get("nvcc_flags", []):
@@ -223,9 +231,13 @@ def _check_family(name: str, fam: dict, families: dict) -> None:
             raise CatalogError(f"catalog: {name}.params.{pname}: defaults {bad} outside {spec['min']}..{spec['max']}")
 
 
-def expand(selection: dict[str, dict[str, list[int]]], families: dict | None = None) -> list[Variant]:
+def expand(
+    selection: dict[str, dict[str, list[int]]], families: dict | None = None, tune: bool = True
+) -> list[Variant]:
     """Turn the config's ``variants`` selection into Variants, checking every value.
 
+    A family with a tuning search (``tune``) gives one variant per candidate, ``family_key``, its defines
+    replacing the family's; with ``tune`` false (the config's ``tune: false``) only the first candidate.
     Raises CatalogError naming the config key and what is allowed.
     """
     families = load() if families is None else families
@@ -237,6 +249,8 @@ def expand(selection: dict[str, dict[str, list[int]]], families: dict | None = N
         params = fam.get("params", {})
         chosen = chosen or {}
         for pname in chosen:
+            if pname == "_candidate" and "tune" in fam:
+                continue
             if pname not in params:
                 allowed = ", ".join(params) or "none (this variant has no params)"
                 raise CatalogError(f"variants.{name}.{pname}: unknown param; allowed: {allowed}")
@@ -250,11 +264,16 @@ def expand(selection: dict[str, dict[str, list[int]]], families: dict | None = N
                     )
             values[pname] = sorted(set(vals))
         combos = list(itertools.product(*values.values())) if values else [()]
+        candidates = list(fam.get("tune", {}).items())
+        if candidates and "_candidate" in chosen:  # from_id: one candidate by its key
+            candidates = [(k, c) for k, c in candidates if k == chosen["_candidate"]]
+        elif candidates and not tune:
+            candidates = candidates[:1]
         prep = fam.get("prepare")
-        for combo in combos:
+        for combo, (key, cand) in itertools.product(combos, candidates or [(None, {})]):
             chosen_params = dict(zip(values.keys(), combo))
-            vid = name + "".join(f"_{k.lower()}{v}" for k, v in chosen_params.items())
-            defines = tuple(chosen_params.items()) + tuple(fam.get("defines", {}).items())
+            vid = name + "".join(f"_{k.lower()}{v}" for k, v in chosen_params.items()) + (f"_{key}" if key else "")
+            defines = tuple(chosen_params.items()) + tuple({**fam.get("defines", {}), **cand}.items())
             variant = Variant(
                 id=vid,
                 family=name,
@@ -291,9 +310,12 @@ def from_id(vid: str, families: dict | None = None) -> Variant:
     """The variant a name such as ``tiled_tile16`` stands for."""
     families = load() if families is None else families
     for name, fam in families.items():
+        for key in fam.get("tune", {}):
+            if vid == f"{name}_{key}":
+                return expand({name: {"_candidate": key}}, families)[0]
         params = list(fam.get("params", {}))
         pattern = re.escape(name) + "".join(f"_{p.lower()}(\\d+)" for p in params)
         m = re.fullmatch(pattern, vid)
-        if m:
+        if m and "tune" not in fam:
             return expand({name: {p: [int(g)] for p, g in zip(params, m.groups())}}, families)[0]
     raise CatalogError(f"unknown variant {vid!r}")

@@ -124,7 +124,7 @@ def check(config: dict) -> list[catalog.Variant]:
             )
         selection = {f: selection.get(f) or {} for f in only}
     try:
-        variants = catalog.expand(selection)
+        variants = catalog.expand(selection, tune=config.get("tune", True))
     except catalog.CatalogError as exc:
         raise ConfigError(f"config: {exc}") from exc
     study = config.get("memory_study_variants", "all")
@@ -148,7 +148,7 @@ def check(config: dict) -> list[catalog.Variant]:
     known = {v.id for v in variants} | {v.family for v in variants}
     families = catalog.load()
     for name in config.get("max_size", {}):
-        if name != "default" and name not in known and not _is_variant_name(name, families):
+        if name != "default" and name not in known and name not in families and not _is_variant_name(name, families):
             raise ConfigError(
                 f"config: max_size.{name}: not a variant family or variant name; allowed: default, "
                 f"{', '.join(sorted(families))} or their variants (e.g. tiled_tile16)"

@@ -48,6 +48,7 @@ TABLE_NAMES = (
     "compare",
     "study_cost",
     "headlines",
+    "tuning",
 )
 
 # Relative to the working directory of a run (the Snakemake workdir).

@@ -1,0 +1,82 @@
+// interior: `swizzled` with an interior fast path: a block whose tiles lie
+// wholly inside A, B and C (and K a multiple of BK, every matrix 16-byte
+// aligned) fetches them with plain 128-bit loads, without the per-float4
+// bounds checks and the element-wise fallback of tile_io.cuh; the blocks on
+// the edges keep them.
+//
+// Source: issue 19's second rung; the "interior / residue" split of CUTLASS's
+// predicated tile iterators. Its catalog entry is also the race's tuning
+// search: `tune` lists the block, warp and thread tiles tried on the run's GPU
+// (each a build of its own, verified and timed like every variant; the ladder
+// shows the fastest). The first is cuBLAS's own block shape on Hopper
+// (256 x 128 x 8 over 8 warps of 64 x 64, 8 x 16 per thread): the exploration
+// on an H100 (data/checks/race-explore-h100) found it the fastest, and found
+// that the fast path, not the shape alone, lifts it (86% of cuBLAS with the
+// checks, 92% without them, in the same run).
+//
+// The counter it should move: issue-slot utilisation, through fewer
+// instructions per FFMA in the loads (the checks' integer and predicate work),
+// at unchanged DRAM and shared-memory traffic.
+
+#define matmul_swizzled matmul_swizzled_unused_in_interior
+#include "swizzled.cu"
+#undef matmul_swizzled
+
+// the same tiles, fetched without bounds checks (only for blocks wholly inside the matrices)
+template <int ROWS, int DEPTH, int THREADS>
+struct AInteriorTile : ASwizzledTile<ROWS, DEPTH, THREADS> {
+    __device__ __forceinline__ void fetch(const float *A, int, int K, int row0, int k0, bool, int tid)
+    {
+#pragma unroll
+        for (int p = 0; p < ATile<ROWS, DEPTH, THREADS>::PER; ++p) {
+            const int e = tid + p * THREADS;
+            const int m = e / (DEPTH / 4), k = (e % (DEPTH / 4)) * 4;
+            this->r[p] = *reinterpret_cast<const float4 *>(A + (size_t)(row0 + m) * K + k0 + k);
+        }
+    }
+};
+
+template <int DEPTH, int COLS, int THREADS>
+struct BInteriorTile : BTile<DEPTH, COLS, THREADS> {
+    __device__ __forceinline__ void fetch(const float *B, int N, int, int k0, int col0, bool, int tid)
+    {
+#pragma unroll
+        for (int p = 0; p < BTile<DEPTH, COLS, THREADS>::PER; ++p) {
+            const int e = tid + p * THREADS;
+            const int k = e / (COLS / 4), n = (e % (COLS / 4)) * 4;
+            this->r[p] = *reinterpret_cast<const float4 *>(B + (size_t)(k0 + k) * N + col0 + n);
+        }
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(NT, 1) matmul_interior(const float *__restrict__ A,
+                                                                const float *__restrict__ B,
+                                                                float *__restrict__ C,
+                                                                int M, int N, int K)
+{
+    __shared__ __align__(16) float As[2][BK * BM];
+    __shared__ __align__(16) float Bs[2][BK * BN];
+
+    const int tid = threadIdx.x;
+    const int row0 = blockIdx.y * BM;
+    const int col0 = blockIdx.x * BN;
+    const bool vec = vector_ok(A, B, C, N, K);
+    const WarpPos w = warp_pos(tid);
+
+    float acc[WMITER * TM][WNITER * TN];
+#pragma unroll
+    for (int i = 0; i < WMITER * TM; ++i) {
+#pragma unroll
+        for (int j = 0; j < WNITER * TN; ++j) {
+            acc[i][j] = 0.0f;
+        }
+    }
+    if (vec && row0 + BM <= M && col0 + BN <= N && K % BK == 0) {
+        double_buffered_product<AInteriorTile<BM, BK, NT>, BInteriorTile<BK, BN, NT>>(A, B, M, N, K, row0, col0, vec,
+                                                                                      tid, w, As, Bs, acc);
+    } else {
+        double_buffered_product<ASwizzledTile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, row0, col0, vec, tid, w,
+                                                                               As, Bs, acc);
+    }
+    warp_tile_store(C, M, N, row0, col0, w, acc, vec);
+}
