@@ -254,3 +254,28 @@ def test_a_replay_step_writes_what_pandas_would_without_importing_it(tmp_path):
     assert "not in the archived run h200" in (results / "build" / naive.id / "kernel.sass").read_text()
     assert json.loads((results / "build" / tile8.id / "resources.json").read_text())["status"] == "not measured"
     assert not list(results.rglob("*.tmp"))
+
+
+def test_archives_keep_ptx_and_sass_gzipped_and_replay_restores_the_same_bytes(tmp_path):
+    from gpumm.archive import reference
+
+    archive = tmp_path / "ref" / "gpu"
+    (archive / "raw").mkdir(parents=True)
+    (archive / "raw" / "provenance.json").write_text("{}")
+    build = archive / "build" / "interior_x"
+    build.mkdir(parents=True)
+    sass = "".join(f"/*{i:04x}*/ FFMA R{i % 200}, R1, R2, R{i % 200} ;\n" for i in range(5000))
+    (build / "kernel.sass").write_text(sass)
+    (build / "resources.json").write_text('{"registers": 227}')
+    assert reference.pack(archive) == 1
+    assert not (build / "kernel.sass").exists() and (build / "kernel.sass.gz").stat().st_size < len(sass) / 5
+    first = (build / "kernel.sass.gz").read_bytes()
+    (tmp_path / "x").write_text(sass)
+    reference.pack_file(tmp_path / "x", tmp_path / "x.gz")
+    assert (tmp_path / "x.gz").read_bytes() == first  # the same bytes for the same input: no name, no time
+    out = tmp_path / "results"
+    assert replay._copy_or_note(build / "kernel.sass", out / "kernel.sass", archive)
+    assert (out / "kernel.sass").read_text() == sass
+    assert replay._copy_or_note(build / "resources.json", out / "resources.json", archive)  # unpacked files as before
+    assert not replay._copy_or_note(build / "kernel.ptx", out / "kernel.ptx", archive)  # neither: a note, no numbers
+    assert "not in the archived run" in (out / "kernel.ptx").read_text()

@@ -61,6 +61,14 @@ def cmd_archive(a):
     print(f"archived {a.results} into {dest}")
 
 
+def cmd_pack_archive(a):
+    from gpumm.archive import reference
+
+    if not (a.archive / "raw" / "provenance.json").is_file():
+        raise SystemExit(f"pack-archive: {a.archive} is not an archive (no raw/provenance.json)")
+    print(f"packed {reference.pack(a.archive)} PTX and SASS files of {a.archive} (gzip, lossless)")
+
+
 RUN_LOG_ENV = "GPUMM_RUN_LOG"  # the workflow's record of every step (results/run/steps.jsonl): gpumm.archive.runrecord
 
 
@@ -114,3 +122,7 @@ def register(sub) -> None:
         "letters, digits, dots and dashes",
     )
     s.set_defaults(fn=cmd_archive)
+
+    s = sub.add_parser("pack-archive", help="gzip the PTX and SASS of an archive made before they were kept packed")
+    s.add_argument("archive", type=Path, help="the archive's folder, e.g. data/reference/h200")
+    s.set_defaults(fn=cmd_pack_archive)

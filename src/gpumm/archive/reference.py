@@ -5,6 +5,7 @@ An archive mirrors a run's ``results/`` folder for what is worth keeping:
 (resource report), ``raw/provenance.json`` and ``run.json`` (what the run cost).
 """
 
+import gzip
 import json
 import re
 import shutil
@@ -14,6 +15,9 @@ from gpumm.setup import paths
 
 KEEP_RAW = ("samples.csv", "meta.json", "profile.csv", "ncu.log")
 KEEP_BUILD = ("resources.json", "ptxas.log", "kernel.ptx", "kernel.sass")
+# kept gzipped (NAME.gz, byte for byte once unpacked): a kernel file that includes the rungs below it carries
+# their PTX and SASS too, and the archives travel with the tree to the GPU machine
+PACKED = ("kernel.ptx", "kernel.sass")
 
 
 class ArchiveError(RuntimeError):
@@ -99,7 +103,10 @@ def write(results: Path, root: Path = paths.REFERENCE, name: str | None = None) 
             for f in keep:
                 if (d / f).is_file():
                     (tmp / sub / d.name).mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(d / f, tmp / sub / d.name / f)
+                    if f in PACKED:
+                        pack_file(d / f, tmp / sub / d.name / f"{f}.gz")
+                    else:
+                        shutil.copy2(d / f, tmp / sub / d.name / f)
     (tmp / "raw").mkdir(parents=True, exist_ok=True)
     shutil.copy2(results / "raw" / "provenance.json", tmp / "raw" / "provenance.json")
     if (results / "run.json").is_file():  # what the run cost (gpumm.archive.runrecord)
@@ -107,3 +114,29 @@ def write(results: Path, root: Path = paths.REFERENCE, name: str | None = None) 
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return dest
+
+
+def pack_file(src: Path, dst: Path) -> None:
+    """``src`` gzipped into ``dst``, the same bytes for the same input (no name or time in the header)."""
+    with open(dst, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as z:
+        z.write(src.read_bytes())
+
+
+def unpack_file(src: Path, dst: Path) -> None:
+    """The file ``src`` (NAME.gz) holds, written to ``dst``."""
+    dst.write_bytes(gzip.decompress(src.read_bytes()))
+
+
+def pack(archive: Path) -> int:
+    """Gzip the PTX and SASS of an archive made before they were kept packed (losslessly: unpacking gives the
+    same bytes, which is checked before the original is removed); the number of files packed."""
+    done = 0
+    for f in sorted((archive / "build").glob("*/*")):
+        if f.name in PACKED and f.is_file():
+            gz = f.with_name(f.name + ".gz")
+            pack_file(f, gz)
+            if gzip.decompress(gz.read_bytes()) != f.read_bytes():
+                raise ArchiveError(f"packing {f} changed its bytes")
+            f.unlink()
+            done += 1
+    return done

@@ -10,6 +10,7 @@ placeholders row by row, without pandas or the measuring modules (a second of
 imports, a hundred times over).
 """
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -83,6 +84,10 @@ def _copy_or_note(src: Path, dst: Path, archive: Path) -> bool:
     dst.parent.mkdir(parents=True, exist_ok=True)
     if src.is_file():
         shutil.copy2(src, dst)
+        return True
+    packed = src.with_name(src.name + ".gz")  # PTX and SASS are archived gzipped (gpumm.archive.reference.PACKED)
+    if packed.is_file():
+        dst.write_bytes(gzip.decompress(packed.read_bytes()))
         return True
     note = {"status": "not measured", "reason": f"not in the archived run {archive.name}"}
     if dst.suffix == ".csv":
