@@ -164,7 +164,7 @@ GPU_COMMANDS = {
 }
 # steps that never touch the GPU themselves (the *-target steps run under ncu, inside a GPU step)
 CPU_COMMANDS = {"build", "build-micro", "replay", "replay-provenance", "replay-study", "collect", "index", "archive"}
-CPU_COMMANDS |= {"import-profile", "profile-target", "pages", "worker"}
+CPU_COMMANDS |= {"import-profile", "profile-target", "pages", "worker", "pack-archive"}
 
 
 def test_every_step_of_the_command_line_is_classified():
@@ -370,6 +370,30 @@ def test_cpu_crossover_is_the_size_from_which_the_gpu_always_wins():
         ]
     x = rates.cpu_crossover(pd.DataFrame(rows), ["cublas"], ["cpu_serial"])
     assert x.gpu_faster_from.tolist() == [256] and x.sizes_compared.tolist() == ["16–1024"]
+
+
+def _blas_rows(every_ms, one_ms, library=""):
+    def row(v, n, ms, lib):
+        return {"variant": v, "M": n, "N": n, "K": n, "status": "ok", "median_ms": ms, "library": lib}
+
+    rows = [row("cpu_blas", n, ms, library) for n, ms in every_ms.items()]
+    return pd.DataFrame(rows + [row("cpu_blas1", n, ms, "") for n, ms in one_ms.items()])
+
+
+def test_a_blas_baseline_on_one_thread_is_told_by_its_record_or_its_speed():
+    # recorded: what the library said wins over any speed
+    rec = rates.blas_threads(_blas_rows({2048: 100.0}, {2048: 100.0}, "NumPy BLAS: openblas 0.3.27, 16 of 16 cores"))
+    assert rec["recorded"].endswith("16 of 16 cores") and not rec["one_thread"]
+    rec = rates.blas_threads(_blas_rows({2048: 10.0}, {2048: 100.0}, "NumPy BLAS: openblas 0.3.27, 1 of 16 cores"))
+    assert rec["one_thread"]
+    # not recorded (older archives): the speed against one thread at the largest common size of 1024 or more
+    slow = rates.blas_threads(_blas_rows({512: 1.0, 1024: 14.4, 2048: 110.0, 4096: 890.0}, {1024: 18.9, 2048: 114.0}))
+    assert slow["one_thread"] and slow["size"] == 2048 and slow["gain"] == pytest.approx(114.0 / 110.0)
+    fast = rates.blas_threads(_blas_rows({1024: 1.6, 2048: 11.7}, {1024: 13.9, 2048: 106.1}))
+    assert not fast["one_thread"] and fast["gain"] == pytest.approx(106.1 / 11.7)
+    small = rates.blas_threads(_blas_rows({256: 1.0}, {256: 1.0}))  # nothing at 1024 or more: no verdict
+    assert not small["one_thread"] and small["size"] is None
+    assert rates.blas_threads(_blas_rows({}, {1024: 1.0})) is None
 
 
 # ---------------------------------------------------------------- every selection filters by memory mode

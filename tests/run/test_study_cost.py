@@ -249,6 +249,45 @@ def test_steps_through_the_worker_share_one_process_and_relay_their_output(tmp_p
     assert meta["sampling"]["max_samples"] == 20 and meta["set_seconds"][0][:4] == ["host", 16, 16, 16]
 
 
+def test_the_worker_does_not_keep_the_first_jobs_blas_thread_limit(tmp_path):
+    """Snakemake gives a one-thread job OPENBLAS_NUM_THREADS=1 (and its kin); a worker started by that job must
+    not run a later job's every-core BLAS on one thread. Each BLAS set records the threads it ran on."""
+    import pandas as pd
+
+    from gpumm.run import blas
+
+    env = _env(tmp_path)
+    cmd = [sys.executable, "-m", "gpumm", "measure", "--sizes", "64"]
+    one = {**env, **dict.fromkeys(blas.THREAD_VARIABLES, "1")}  # the first job: threads=1, it starts the worker
+    every = {**env, **dict.fromkeys(blas.THREAD_VARIABLES, str(blas.cores()))}
+    try:
+        for variant, job_env in (("cpu_blas1", one), ("cpu_blas", every)):
+            r = subprocess.run(
+                [*cmd, "--variant", variant, "--out-dir", str(tmp_path / variant)],
+                capture_output=True,
+                text=True,
+                env=job_env,
+            )
+            assert r.returncode == 0, r.stderr
+    finally:
+        subprocess.run([sys.executable, "-m", "gpumm", "worker", "--stop"], capture_output=True, env=env)
+    assert (tmp_path / "worker.log").read_text().count("serving") == 1  # both served by the worker the first started
+    ran = {v: set(pd.read_csv(tmp_path / v / "samples.csv").library) for v in ("cpu_blas1", "cpu_blas")}
+    n = blas.cores()
+    assert len(ran["cpu_blas1"]) == 1 and next(iter(ran["cpu_blas1"])).endswith(f", 1 of {n} cores"), ran
+    assert len(ran["cpu_blas"]) == 1 and next(iter(ran["cpu_blas"])).endswith(f", {n} of {n} cores"), ran
+
+
+def test_blas_thread_variables_are_dropped_and_the_library_named():
+    from gpumm.run import blas
+
+    env = {"PATH": "/bin", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "3"}
+    assert blas.without_thread_limits(env) == {"PATH": "/bin"}
+    name, threads = blas.in_use()
+    assert name and threads >= 1  # NumPy's wheels bring OpenBLAS, which threadpoolctl finds
+    assert blas.describe() == f"NumPy BLAS: {name}, {threads} of {blas.cores()} cores"
+
+
 def test_a_worker_that_dies_fails_its_step_with_one_line(tmp_path):
     """A client whose worker exits mid-step fails, naming the worker's log (a fake worker that hangs up)."""
     import socket

@@ -105,3 +105,32 @@ def cpu_crossover(summary: pd.DataFrame, gpu_variants: list[str], cpu_variants: 
                 }
             )
     return pd.DataFrame(rows, columns=cols)
+
+
+MULTI_THREAD_GAIN = 1.5  # the least speed-up over one thread that shows a BLAS ran on several cores
+
+
+def blas_threads(summary: pd.DataFrame, every: str = "cpu_blas", one: str = "cpu_blas1") -> dict | None:
+    """How many threads the every-core BLAS baseline ran on, for S2-CPU: what the run recorded, or, for runs that
+    did not record it, what its speed against the one-thread baseline says.
+
+    ``{"recorded": text or "", "size": n, "gain": one's ms / every's ms, "one_thread": bool}``; None where
+    ``every`` was not measured. ``one_thread`` is true where the record says one thread, or, with no record, where
+    ``every`` was less than ``MULTI_THREAD_GAIN`` times faster than ``one`` at their largest common square size of
+    1024 or more (a BLAS on several cores is several times faster there).
+    """
+    s = summary[(summary.status == "ok") & (summary.M == summary.N) & (summary.N == summary.K)]
+    mine = s[s.variant == every]
+    if mine.empty:
+        return None
+    recorded = next((str(x) for x in mine.get("library", pd.Series(dtype=str)) if isinstance(x, str) and x), "")
+    ms = s[s.variant.isin([every, one]) & (s.M >= 1024)].pivot_table(index="M", columns="variant", values="median_ms")
+    both = ms.dropna() if {every, one} <= set(ms.columns) else ms.iloc[0:0]
+    size = int(both.index.max()) if len(both) else None
+    gain = float(both.loc[size, one] / both.loc[size, every]) if size else math.nan
+    if recorded:
+        threads = recorded.rsplit(", ", 1)[-1].split(" ", 1)[0]
+        one_thread = threads == "1"
+    else:
+        one_thread = bool(size) and gain < MULTI_THREAD_GAIN
+    return {"recorded": recorded, "size": size, "gain": gain, "one_thread": one_thread}

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpumm.run import clocks, memory, operations, sampling, timing, verify
+from gpumm.run import blas, clocks, memory, operations, sampling, timing, verify
 from gpumm.run.launch import Launcher
 from gpumm.setup import columns
 from gpumm.setup.catalog import Variant
@@ -242,6 +242,8 @@ def _one_shape(launcher, op, mode, plan, base, watch):
         return [memory.to_host(h) for h in made]
 
     library = getattr(product, "library", "")
+    if variant.kind == "cpu" and variant.entry == "blas":  # the threads it really runs on (gpumm.run.blas)
+        library = blas.describe()
     cold = "cold" in mode.info.timed
     # the last check's launch (on the inputs that are now timed) predicts the timing; skip it if over budget
     single = checked.launch_ms / 1e3

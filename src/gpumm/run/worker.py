@@ -15,7 +15,8 @@ the step itself. The worker runs one step at a time (the GPU lock,
 frees the rest between steps.
 
 - **Started** by the first client that finds no worker, detached from it, in
-  the client's environment; its log is ``$GPUMM_WORKER_LOG`` (the workflow:
+  the client's environment less the BLAS thread limits Snakemake set for
+  that job (:mod:`gpumm.run.blas`); its log is ``$GPUMM_WORKER_LOG`` (the workflow:
   ``results/logs/gpu-worker.log``).
 - **Found** by a socket whose name is a digest of this checkout, the Python
   interpreter, ``CUDA_VISIBLE_DEVICES`` and the package's source: a changed
@@ -41,6 +42,7 @@ import time
 import traceback
 from pathlib import Path
 
+from gpumm.run import blas
 from gpumm.setup import paths
 
 # the steps that run on the GPU (in the worker when the workflow asks for one)
@@ -119,7 +121,8 @@ def _start(path: Path) -> None:
         path.unlink(missing_ok=True)
         log = _log_path()
         log.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, ENV_INSIDE: "1"}
+        # not the starting job's BLAS thread limit: the worker serves jobs of every thread count (gpumm.run.blas)
+        env = {**blas.without_thread_limits(os.environ), ENV_INSIDE: "1"}
         with open(log, "a") as out:
             subprocess.Popen(
                 [sys.executable, "-m", "gpumm", "worker", "--socket", str(path)],
