@@ -5,6 +5,9 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+include: "workflow/rules/config_files.smk"
+
+
 configfile: "config.yaml"
 
 

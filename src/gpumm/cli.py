@@ -52,8 +52,16 @@ OPTION_HELP = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """A parser whose error is one line naming the step and the option (exit 2), as every user error is."""
+
+    def error(self, message: str):
+        step = self.prog.replace("python -m ", "", 1)
+        self.exit(2, f"{step}: {message} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m gpumm", description=__doc__.splitlines()[0])
+    p = _Parser(prog="python -m gpumm", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     for stage in STAGES:
         stage.register(sub)
@@ -78,14 +86,8 @@ USER_ERRORS = (  # errors that describe a user's input or setup: one line, exit 
     ("gpumm.archive.reference", "ArchiveError"),
     ("gpumm.profile.nvprof", "NvprofError"),
     ("gpumm.run.gpulock", "Busy"),
+    ("gpumm.setup.manifest", "Damaged"),
 )
-
-
-def _user_error(exc: Exception) -> bool:
-    """Whether ``exc`` is one of USER_ERRORS (or a missing file); a module not imported raised none of its own."""
-    kinds = [FileNotFoundError]
-    kinds += [getattr(sys.modules[m], name) for m, name in USER_ERRORS if m in sys.modules]
-    return isinstance(exc, tuple(kinds))
 
 
 def _user_error(exc: Exception) -> bool:

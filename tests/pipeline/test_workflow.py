@@ -1,6 +1,7 @@
 """End to end, in a copy of the project: bad config stops before any job; replay renders every page."""
 
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -25,6 +26,10 @@ def snakemake(tree, *args):
         ("variants: {fastest: {}}", "variants.fastest: unknown variant"),
         ("mode: fast", 'mode = "fast"'),
         ("timing: {min_samples: 2.5}", "timing.min_samples = 2.5"),
+        ("sizes: [16.0]", "config: sizes[0] = 16.0 is not allowed: 16.0 is not of type 'integer'"),
+        ("variants: {tiled: {TILE: [8.0, 16]}}", "config: variants.tiled.TILE[0] = 8.0 is not allowed"),
+        ("tune: true\ntune: false", "config file bad.yaml:2:1: tune: key given twice (first at line 1)"),
+        ("variants: {tiled: {TILE: [8]}}\nmemory_study_variants: [tilde]", "memory_study_variants: tilde is not a"),
     ],
 )
 def test_bad_config_stops_before_any_job(tree, bad, key):
@@ -35,6 +40,55 @@ def test_bad_config_stops_before_any_job(tree, bad, key):
     assert key in text and "Nothing was run." in text
     assert "Traceback" not in text
     assert not (tree / "results").exists()
+
+
+def test_the_command_line_and_a_file_give_one_verdict_and_a_narrowed_family_runs(tree):
+    out = snakemake(tree, "-n", "--config", "sizes=[16.0]")
+    text = out.stdout + out.stderr
+    assert out.returncode != 0 and "config: sizes[0] = 16.0 is not allowed" in text and "Traceback" not in text
+    (tree / "narrow.yaml").write_text("variants: {tiled: {TILE: [8]}}\n")  # tiled_tile16 is a memory-study variant
+    out = snakemake(tree, "-n", "--configfile", "narrow.yaml", "--config", "mode=replay")
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_a_yaml_error_in_config_yaml_names_the_file_line_and_column(tree):
+    cfg = tree / "config.yaml"
+    good = cfg.read_text()
+    lines = good.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("tune:"))
+    try:
+        cfg.write_text("".join(lines[:at]) + "tune: [true\n" + "".join(lines[at + 1 :]))
+        out = snakemake(tree, "-n")
+        text = out.stdout + out.stderr
+        assert out.returncode != 0 and "Nothing was run." in text
+        assert re.search(
+            rf"config file config\.yaml:\d+:\d+: .* \(while parsing a flow sequence at line {at + 1}\)", text
+        )
+        cfg.write_text(good + "\nvariants: {tiled: {}}\n")
+        out = snakemake(tree, "-n")
+        text = out.stdout + out.stderr
+        assert out.returncode != 0
+        first = next(i for i, line in enumerate(lines) if line.startswith("variants:")) + 1
+        assert f"variants: key given twice (first at line {first})" in text
+    finally:
+        cfg.write_text(good)
+
+
+def test_a_damaged_archive_that_is_not_replayed_stops_nothing(tree):
+    bad = tree / "data" / "reference" / "h100-race"
+    (bad / "raw").mkdir(parents=True)
+    (bad / "raw" / "provenance.json").write_text("")
+    try:
+        out = snakemake(tree, "-n", "--config", "mode=replay", "replay_from=h200")
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "gpumm: archive h100-race left out: data/reference/h100-race/raw/provenance.json: cannot be read" in (
+            out.stderr
+        )
+        out = snakemake(tree, "-n", "--config", "mode=replay", "replay_from=h100-race")
+        text = out.stdout + out.stderr
+        assert out.returncode != 0 and "replay_from = 'h100-race'" in text and "Traceback" not in text
+    finally:
+        shutil.rmtree(bad)
 
 
 @pytest.fixture(scope="module")
@@ -273,3 +327,39 @@ def test_every_page_renders_for_a_subset(tree, tmp_path, subset):
     for page in ["index", *(p["notebook"] for p in PAGES)]:
         html = (copy / "results" / "report" / f"{page}.html").read_text()
         assert "Data source: REPLAYED" in html and "Traceback" not in html, (subset, page)
+
+
+@pytest.mark.slow
+def test_a_damaged_table_is_made_again_by_the_plain_command(replayed, tmp_path):
+    """A table cut short or emptied after a run: the report's steps refuse it in one line, and the plain command
+    makes the tables again (then the pages) instead of rendering what is left of it."""
+    tree, _ = replayed
+    tables = tree / "results" / "tables"
+    summary = tables / "summary.csv"
+    good = summary.read_bytes()
+    summary.write_bytes(good[:20000])
+    try:
+        by_hand = subprocess.run(
+            [sys.executable, "-m", "gpumm", "pages", "--pages", "ladder", "--tables", str(tables)]
+            + ["--notebooks-out", str(tmp_path / "nb"), "--out", str(tmp_path / "out")],
+            cwd=tree,
+            capture_output=True,
+            text=True,
+        )
+        lines = by_hand.stderr.strip().splitlines()
+        assert by_hand.returncode == 2 and len(lines) == 1, by_hand.stderr
+        assert lines[0].startswith("gpumm pages: results/tables/summary.csv: ") and "run snakemake again" in lines[0]
+        assert not (tmp_path / "out").exists() and not (tmp_path / "nb").exists()
+        for damaged in (good[:20000], b""):
+            summary.write_bytes(damaged)
+            out = snakemake(tree, "--config", "mode=replay")
+            assert out.returncode == 0, out.stderr[-3000:]
+            assert (
+                "gpumm: results/tables/summary.csv: " in out.stderr and "collect makes the tables again" in out.stderr
+            )
+            assert re.search(r"localrule collect:", out.stdout + out.stderr)
+            assert re.search(r"localrule pages:", out.stdout + out.stderr)
+            assert summary.read_bytes() == good  # made again, whole
+    finally:
+        if summary.read_bytes() != good:
+            summary.write_bytes(good)

@@ -279,3 +279,48 @@ def test_archives_keep_ptx_and_sass_gzipped_and_replay_restores_the_same_bytes(t
     assert replay._copy_or_note(build / "resources.json", out / "resources.json", archive)  # unpacked files as before
     assert not replay._copy_or_note(build / "kernel.ptx", out / "kernel.ptx", archive)  # neither: a note, no numbers
     assert "not in the archived run" in (out / "kernel.ptx").read_text()
+
+
+def test_an_archive_keeps_a_manifest_and_a_damaged_file_stops_its_replay_naming_it(tmp_path):
+    """Every file of an archive as written (MANIFEST.json): a file cut short, edited or lost since stops a replay
+    of that archive with one line naming it; packing refuses to seal a damaged archive."""
+    (naive,) = catalog.expand({"naive": {}})
+    archive = make_archive(tmp_path / "ref", "gpu", "2026-11-24", [naive])
+    reference.seal(archive)
+    reference.check(archive)  # as written
+    samples = archive / "raw" / naive.id / "samples.csv"
+    good = samples.read_bytes()
+    samples.write_bytes(good[:100])
+    with pytest.raises(
+        reference.ArchiveError, match=r"archive gpu: .*raw/naive/samples\.csv: 0 lines, 100 bytes where 4 lines"
+    ):
+        reference.check(archive)
+    with pytest.raises(reference.ArchiveError, match="samples.csv: 0 lines"):
+        replay.variant(naive, archive, tmp_path / "results")
+    assert not (tmp_path / "results" / "raw" / naive.id / "samples.csv").exists()  # nothing copied
+    with pytest.raises(reference.ArchiveError, match="samples.csv"):
+        reference.pack(archive)
+    samples.write_bytes(good)
+    (archive / "raw" / naive.id / "meta.json").unlink()
+    with pytest.raises(reference.ArchiveError, match=r"meta\.json: missing"):
+        reference.check(archive)
+
+
+def test_a_damaged_archive_that_is_not_replayed_is_left_out(tmp_path):
+    root = tmp_path / "ref"
+    make_archive(root, "h200", "2026-11-23", [])
+    bad = root / "h100-race" / "raw"
+    bad.mkdir(parents=True)
+    (bad / "provenance.json").write_text("")
+    assert [p.name for p in reference.available(root)] == ["h200"]
+    assert "h100-race/raw/provenance.json: cannot be read (JSONDecodeError" in reference.damaged(root)["h100-race"]
+    assert reference.choose("auto", root).name == "h200" and reference.choose("h200", root).name == "h200"
+    with pytest.raises(reference.ArchiveError, match=r"replay_from = 'h100-race': .*provenance\.json: cannot be"):
+        reference.choose("h100-race", root)
+    assert [r["archive"] for r in reference.costs(root)] == []  # no run.json here; and no crash on the damaged one
+
+
+def test_the_archived_runs_match_their_manifests():
+    for archive in reference.available():
+        assert (archive / reference.MANIFEST).is_file(), archive
+        reference.check(archive)

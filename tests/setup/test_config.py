@@ -1,4 +1,5 @@
 import copy
+import re
 
 import pytest
 import yaml
@@ -73,3 +74,97 @@ def test_tune_false_builds_only_the_first_candidate_of_a_search(cfg):
 def test_a_tuned_family_may_have_its_own_max_size_when_only_leaves_it_out(cfg):
     cfg["only"] = ["naive", "cublas"]  # max_size.interior stays in the config: a family name, allowed
     assert [v.id for v in config.check(cfg)] == ["naive", "cublas"]
+
+
+# ---------------------------------------------------------------- strict reading (issue 20)
+
+
+@pytest.mark.parametrize(
+    "edit, key",
+    [
+        (lambda c: c.update(sizes=[16.0]), "sizes[0] = 16.0 is not allowed: 16.0 is not of type 'integer'"),
+        (lambda c: c["variants"].update(tiled={"TILE": [8.0, 16]}), "variants.tiled.TILE[0] = 8.0 is not allowed"),
+        (lambda c: c["timing"].update(max_samples=20.0), "timing.max_samples = 20.0 is not allowed"),
+        (lambda c: c.update(seed=True), "seed = true is not allowed"),
+    ],
+)
+def test_integers_are_integers(cfg, edit, key):
+    """JSON Schema counts 16.0 as an integer; the check does not (a tile of 8.0 named a variant tiled_tile8.0)."""
+    edit(cfg)
+    msg = config.explain(cfg)
+    assert msg is not None and key in msg and "\n" not in msg
+
+
+def test_command_line_and_file_give_one_verdict(cfg):
+    """--config sizes=[16.0] reaches the check as the string '16.0': it is refused with the file's own line."""
+    from_file = copy.deepcopy(cfg)
+    from_file["sizes"] = [16.0]
+    from_cli = config.coerce({**copy.deepcopy(cfg), "sizes": ["16.0"]})
+    assert config.explain(from_cli) == config.explain(from_file) is not None
+    assert config.coerce({"sizes": ["16", "4k"]})["sizes"] == [16, "4k"]  # '4k' left for the check to name
+
+
+def test_narrowing_a_family_takes_its_memory_study_entries_with_it(cfg):
+    """tiled: {TILE: [8]} leaves tiled_tile16 out; its memory-study entry goes with it, as under `only`, while a
+    name that is no variant at all is still refused, naming the key the user wrote."""
+    cfg["variants"]["tiled"] = {"TILE": [8]}
+    assert "tiled_tile16" in cfg["memory_study_variants"]
+    ids = {v.id for v in config.check(cfg)}
+    assert "tiled_tile8" in ids and "tiled_tile16" not in ids
+    assert "tiled_tile16" not in cfg["memory_study_variants"] and "naive" in cfg["memory_study_variants"]
+    cfg["memory_study_variants"] = ["tilde"]
+    with pytest.raises(config.ConfigError, match="memory_study_variants: tilde is not a variant name"):
+        config.check(cfg)
+
+
+def test_a_config_file_with_a_key_given_twice_or_a_yaml_error_is_one_line(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("x: &x {a: 1}\ny:\n  <<: *x\n  a: 2\n")  # a merge key overridden is YAML, not a repeat
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("variants:\n  tiled: {TILE: [8, 16]}\n  naive: {}\n  tiled: {TILE: [16, 32]}\n")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("tune: [true\nsizes: [16]\n")
+    tab = tmp_path / "tab.yaml"
+    tab.write_text("timing:\n\tmin_samples: 5\n")
+    assert config.read_files([good, tmp_path / "absent.yaml"]) is None  # a missing file is Snakemake's to name
+    assert config.read_files([good, twice]).endswith("twice.yaml:4:3: tiled: key given twice (first at line 2)")
+    line = config.read_files([broken])
+    assert re.search(
+        r"broken\.yaml:2:\d+: did not find expected ',' or '\]' \(while parsing a flow sequence at line 1\)", line
+    )
+    assert config.read_files([tab]).endswith("(a tab: YAML indents with spaces only)")
+    for msg in (config.read_files([twice]), line):
+        assert "\n" not in msg
+
+
+def test_the_catalog_is_read_strictly_naming_its_file():
+    from gpumm.setup import catalog, yamlfile
+
+    with pytest.raises(
+        yamlfile.YamlFileError, match=r"^kernels/catalog\.yaml:3:1: naive: key given twice \(first at line 1\)$"
+    ):
+        catalog.read_yaml("naive: {}\ntiled: {}\nnaive: {}\n", "kernels/catalog.yaml")
+    with pytest.raises(yamlfile.YamlFileError, match=r"^c\.yaml:\d+:\d+: did not find"):
+        catalog.read_yaml("a: [1\n", "c.yaml")
+
+
+def test_a_manifest_tells_a_damaged_file(tmp_path):
+    from gpumm.setup import manifest
+
+    (tmp_path / "a.csv").write_text("x\n1\n2\n")
+    (tmp_path / "b.csv").write_text("y\n3\n")
+    manifest.write(tmp_path, [tmp_path / "a.csv", tmp_path / "b.csv"], writer="test")
+    assert manifest.problems(tmp_path) == []
+    manifest.require(tmp_path, "remedy")  # no error
+    (tmp_path / "a.csv").write_text("x\n1\n")
+    (tmp_path / "b.csv").unlink()
+    found = manifest.problems(tmp_path)
+    assert len(found) == 2 and "a.csv: 2 lines, 4 bytes where 3 lines, 6 bytes were written" in found[0]
+    assert "b.csv: missing" in found[1]
+    with pytest.raises(manifest.Damaged, match=r"a\.csv: .* \(and 1 more\): remedy$"):
+        manifest.require(tmp_path, "remedy")
+    assert manifest.check(tmp_path / "a.csv", tmp_path / manifest.NAME).startswith(f"{tmp_path / 'a.csv'}: 2 lines")
+    assert manifest.check(tmp_path / "c.csv", tmp_path / manifest.NAME) is None  # not recorded: nothing to say
+    (tmp_path / manifest.NAME).write_text("{not json")
+    assert "not a readable manifest" in manifest.problems(tmp_path)[0]
+    assert manifest.problems(tmp_path / "nowhere") == []  # no manifest: nothing to check against

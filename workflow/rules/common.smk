@@ -19,6 +19,7 @@ from gpumm.run import settings as gpumm_settings
 from gpumm.run import gpu
 from gpumm.archive import reference
 from gpumm.setup import locks as gpumm_locks
+from gpumm.setup import manifest as gpumm_manifest
 from gpumm.run import operations as gpumm_operations
 from gpumm.profile import session as gpumm_profile
 from gpumm.report.pages import names as page_names
@@ -40,7 +41,9 @@ if _problem is None:
             if DECISION.mode == "replay"
             else None
         )
-    except (gpumm_config.ConfigError, RuntimeError) as exc:
+        if ARCHIVE is not None:
+            reference.check(ARCHIVE)  # every file as the archive's manifest records it
+    except (gpumm_config.ConfigError, gpumm_catalog.CatalogError, RuntimeError) as exc:
         _problem = str(exc)
 if _problem is not None:
     raise WorkflowError(f"{_problem}\nNothing was run.")
@@ -156,6 +159,18 @@ def finish(success: bool) -> None:
             file=sys.stderr,
         )
 
+
+# A table that no longer matches what collect wrote (cut short, emptied, edited): drop collect's manifest, so that
+# this run makes the tables again (the manifest is one of collect's outputs) before any page reads them.
+_damaged = gpumm_manifest.problems(Path("results/tables"))
+if _damaged:
+    Path("results/tables/manifest.json").unlink(missing_ok=True)
+    for _line in _damaged:
+        print(f"gpumm: {_line}; collect makes the tables again", file=sys.stderr)
+
+# an archive that is not replayed and cannot be read is left out, and said so; it stops nothing
+for _name, _why in reference.damaged().items():
+    print(f"gpumm: archive {_name} left out: {_why}", file=sys.stderr)
 
 PAGE_NAMES = page_names()
 MICRO = gpumm_catalog.microbenchmarks()

@@ -1,7 +1,9 @@
 # Tidy tables, executed notebooks, HTML pages and the front page.
 
+# collect's manifest (gpumm.setup.manifest) last: the report's steps check every table against it
 TABLES = [f"results/tables/{name}.csv" for name in TABLE_NAMES] + [
-    "results/tables/source.json"
+    "results/tables/source.json",
+    "results/tables/manifest.json",
 ]
 
 

@@ -24,7 +24,7 @@ from gpumm.analyse import (
 from gpumm.archive import reference
 from gpumm.build import loops
 from gpumm.run import operations
-from gpumm.setup import catalog, paths
+from gpumm.setup import catalog, manifest, paths
 from gpumm.setup.catalog import Variant
 
 SHAPE = ["variant", "family", "defines", "kind", "M", "N", "K", "memory_mode", "timed"]
@@ -183,9 +183,12 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         df.to_csv(out / f"{name}.csv.tmp", index=False)
     shutil.copy2(paths.PUBLISHED, out / "published.csv.tmp")
     (out / "source.json.tmp").write_text(json.dumps(prov, indent=1))
+    (out / manifest.NAME).unlink(missing_ok=True)  # no manifest vouches for tables half replaced
     for name in [*tables, "published"]:
         (out / f"{name}.csv.tmp").replace(out / f"{name}.csv")
     (out / "source.json.tmp").replace(out / "source.json")
+    written = [out / f"{name}.csv" for name in [*tables, "published"]] + [out / "source.json"]
+    manifest.write(out, written, writer="gpumm collect")  # last: what a reader checks the tables against
 
 
 def verification(summary: pd.DataFrame) -> pd.DataFrame:

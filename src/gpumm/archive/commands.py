@@ -13,9 +13,14 @@ from gpumm.setup import catalog, paths
 
 
 def _archive(path: str) -> Path:
-    """An archive folder, given as the folder or as its raw/provenance.json."""
+    """An archive folder, given as the folder or as its raw/provenance.json (ArchiveError where it is neither)."""
+    from gpumm.archive import reference
+
     p = Path(path)
-    return p.parent.parent if p.is_file() else p
+    p = p.parent.parent if p.is_file() else p
+    if not (p / "raw" / "provenance.json").is_file():
+        raise reference.ArchiveError(f"{path}: not an archive (no raw/provenance.json); the archives: data/reference/*")
+    return p
 
 
 def cmd_provenance(a):
@@ -64,9 +69,8 @@ def cmd_archive(a):
 def cmd_pack_archive(a):
     from gpumm.archive import reference
 
-    if not (a.archive / "raw" / "provenance.json").is_file():
-        raise SystemExit(f"pack-archive: {a.archive} is not an archive (no raw/provenance.json)")
-    print(f"packed {reference.pack(a.archive)} PTX and SASS files of {a.archive} (gzip, lossless)")
+    n = reference.pack(_archive(str(a.archive)))
+    print(f"packed {n} PTX and SASS files of {a.archive} (gzip, lossless); wrote its {reference.MANIFEST}")
 
 
 RUN_LOG_ENV = "GPUMM_RUN_LOG"  # the workflow's record of every step (results/run/steps.jsonl): gpumm.archive.runrecord
@@ -123,6 +127,9 @@ def register(sub) -> None:
     )
     s.set_defaults(fn=cmd_archive)
 
-    s = sub.add_parser("pack-archive", help="gzip the PTX and SASS of an archive made before they were kept packed")
+    s = sub.add_parser(
+        "pack-archive",
+        help="gzip the PTX and SASS of an archive made before they were kept packed, and write its manifest",
+    )
     s.add_argument("archive", type=Path, help="the archive's folder, e.g. data/reference/h200")
     s.set_defaults(fn=cmd_pack_archive)

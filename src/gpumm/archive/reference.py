@@ -11,7 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
-from gpumm.setup import paths
+from gpumm.setup import manifest, paths
 
 KEEP_RAW = ("samples.csv", "meta.json", "profile.csv", "ncu.log")
 KEEP_BUILD = ("resources.json", "ptxas.log", "kernel.ptx", "kernel.sass")
@@ -24,14 +24,54 @@ class ArchiveError(RuntimeError):
     """No archive to replay, or the one asked for is missing."""
 
 
+MANIFEST = "MANIFEST.json"  # every file of an archive, as written (gpumm.setup.manifest)
+
+
 def provenance(archive: Path) -> dict:
     return json.loads((archive / "raw" / "provenance.json").read_text())
 
 
+def _unreadable(archive: Path) -> str | None:
+    """Why an archive's provenance cannot be read (one line naming the file), or None."""
+    f = archive / "raw" / "provenance.json"
+    try:
+        prov = json.loads(f.read_text())
+    except (OSError, ValueError) as exc:
+        return f"{paths.shown(f)}: cannot be read ({type(exc).__name__}: {exc})"
+    return None if isinstance(prov, dict) else f"{paths.shown(f)}: not a JSON object"
+
+
+def _candidates(root: Path) -> list[Path]:
+    return [p for p in root.glob("*/") if (p / "raw" / "provenance.json").is_file()] if root.is_dir() else []
+
+
 def available(root: Path = paths.REFERENCE) -> list[Path]:
-    """Archives with a provenance file, oldest first."""
-    found = [p for p in root.glob("*/") if (p / "raw" / "provenance.json").is_file()] if root.is_dir() else []
-    return sorted(found, key=lambda p: (provenance(p).get("date", ""), p.name))
+    """Archives whose provenance can be read, oldest first (a damaged one is left out: :func:`damaged`)."""
+    found = [p for p in _candidates(root) if _unreadable(p) is None]
+    return sorted(found, key=lambda p: (str(provenance(p).get("date", "")), p.name))
+
+
+def damaged(root: Path = paths.REFERENCE) -> dict[str, str]:
+    """The archives left out of :func:`available` for a provenance that cannot be read: name -> why."""
+    return {p.name: why for p in _candidates(root) if (why := _unreadable(p)) is not None}
+
+
+def seal(archive: Path) -> Path:
+    """Write the archive's manifest: every file in it (but the manifest), as it is now."""
+    files = [f for f in archive.rglob("*") if f.is_file() and f.name != MANIFEST]
+    return manifest.write(archive, files, archive / MANIFEST, writer="gpumm archive")
+
+
+def check(archive: Path) -> None:
+    """Raise ArchiveError (one line naming the first file) where a file differs from the archive's manifest."""
+    found = manifest.problems(archive, archive / MANIFEST)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        where = paths.shown(archive)
+        raise ArchiveError(
+            f"archive {archive.name}: {found[0]}{more}: restore it (git checkout -- {where}) "
+            "or replay another archive (replay_from)"
+        )
 
 
 def complete(archive: Path) -> bool:
@@ -55,6 +95,9 @@ def choose(name: str, root: Path = paths.REFERENCE) -> Path:
     for p in found:
         if p.name == name:
             return p
+    bad = damaged(root)
+    if name in bad:
+        raise ArchiveError(f"replay_from = {name!r}: {bad[name]}; restore it or replay another archive")
     raise ArchiveError(f"replay_from = {name!r}: no such archive; allowed: auto, {', '.join(p.name for p in found)}")
 
 
@@ -111,6 +154,7 @@ def write(results: Path, root: Path = paths.REFERENCE, name: str | None = None) 
     shutil.copy2(results / "raw" / "provenance.json", tmp / "raw" / "provenance.json")
     if (results / "run.json").is_file():  # what the run cost (gpumm.archive.runrecord)
         shutil.copy2(results / "run.json", tmp / "run.json")
+    seal(tmp)
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return dest
@@ -129,7 +173,9 @@ def unpack_file(src: Path, dst: Path) -> None:
 
 def pack(archive: Path) -> int:
     """Gzip the PTX and SASS of an archive made before they were kept packed (losslessly: unpacking gives the
-    same bytes, which is checked before the original is removed); the number of files packed."""
+    same bytes, which is checked before the original is removed), then write its manifest (:func:`seal`; an
+    archive whose files differ from the manifest it has is refused, not sealed); the number of files packed."""
+    check(archive)
     done = 0
     for f in sorted((archive / "build").glob("*/*")):
         if f.name in PACKED and f.is_file():
@@ -139,4 +185,5 @@ def pack(archive: Path) -> int:
                 raise ArchiveError(f"packing {f} changed its bytes")
             f.unlink()
             done += 1
+    seal(archive)
     return done

@@ -15,7 +15,8 @@ import json
 import shutil
 from pathlib import Path
 
-from gpumm.setup import columns, config, files, paths
+from gpumm.archive import reference
+from gpumm.setup import columns, config, files, manifest, paths
 from gpumm.setup.catalog import Variant
 
 BUILD_FILES = ("resources.json", "kernel.ptx", "kernel.sass")
@@ -34,6 +35,8 @@ def variant(v: Variant, archive: Path, results: Path = paths.RESULTS) -> dict:
         _write_json(meta, dst / "meta.json")
         columns.write_missing_profile(v.id, 0, reason, dst)
     else:
+        for f in ("meta.json", "samples.csv", "profile.csv"):
+            _as_archived(src / f, archive)
         meta = json.loads((src / "meta.json").read_text())
         archived = meta.get("digest")
         meta.update(
@@ -76,16 +79,26 @@ STUDY_FILES = {
 }
 
 
+def _as_archived(f: Path, archive: Path) -> None:
+    """Raise ArchiveError (one line naming ``f``) where an archived file differs from the archive's manifest: a
+    replay never copies a damaged file (a file the manifest does not record, or an archive without one, passes)."""
+    problem = manifest.check(f, archive / reference.MANIFEST) if f.is_file() else None
+    if problem:
+        raise reference.ArchiveError(f"archive {archive.name}: {problem}: restore it or replay another archive")
+
+
 def _copy_or_note(src: Path, dst: Path, archive: Path) -> bool:
     """Copy an archived file; where the archive lacks it, write one of the same kind saying so (no numbers).
 
     True when it was copied.
     """
     dst.parent.mkdir(parents=True, exist_ok=True)
+    packed = src.with_name(src.name + ".gz")  # PTX and SASS are archived gzipped (gpumm.archive.reference.PACKED)
+    for f in (src, packed):
+        _as_archived(f, archive)
     if src.is_file():
         shutil.copy2(src, dst)
         return True
-    packed = src.with_name(src.name + ".gz")  # PTX and SASS are archived gzipped (gpumm.archive.reference.PACKED)
     if packed.is_file():
         dst.write_bytes(gzip.decompress(packed.read_bytes()))
         return True
@@ -149,6 +162,7 @@ def provenance(
 ) -> dict:
     """The archived run's provenance, marked replayed, with today's variant digests beside the archived ones,
     and the settings of this run's configuration that the archived run did not use."""
+    _as_archived(archive / "raw" / "provenance.json", archive)
     prov = json.loads((archive / "raw" / "provenance.json").read_text())
     prov["variant_digests_now"] = digests_now
     differs = config_differences(prov.get("config"), current_config, prov.get("config_digest", ""), config_digest)

@@ -34,9 +34,24 @@ def _pages_side_by_side(a, pages: list[str]) -> int:
     return 0
 
 
+TABLES_REMEDY = "run snakemake again, which makes the tables again (python -m gpumm collect by hand)"
+
+
+def _tables(folder: str) -> Path:
+    """The tables folder, checked: collect's tables are there and match its manifest (one line naming a file)."""
+    from gpumm.setup import manifest
+
+    d = Path(folder)
+    if not (d / "source.json").is_file():
+        raise FileNotFoundError(f"{folder}: no tables here (no source.json): run snakemake, or python -m gpumm collect")
+    manifest.require(d, TABLES_REMEDY)
+    return d
+
+
 def cmd_pages(a):
     from gpumm.report import execute
 
+    _tables(a.tables)
     notebooks = [paths.ROOT / "notebooks" / f"{page}.ipynb" for page in a.pages.split(",") if page]
     for nb in notebooks:
         if not nb.is_file():
@@ -58,6 +73,7 @@ def cmd_index(a):
 
     from gpumm.report import index as report
 
+    _tables(a.tables)
     report.write(Path(a.tables), Path(a.out).parent, pd.read_csv(paths.STUDIES))
 
 

@@ -19,7 +19,7 @@ from IPython.display import HTML, Markdown, display
 from gpumm.report import labels, method
 from gpumm.report.index import banner, run_words
 from gpumm.report.pages import PAGES
-from gpumm.setup import files
+from gpumm.setup import files, manifest
 
 _PAGE = {"name": "page", "count": 0, "data": None, "plot": None, "tables": None}
 
@@ -27,6 +27,7 @@ _PAGE = {"name": "page", "count": 0, "data": None, "plot": None, "tables": None}
 def load(tables_dir: str) -> dict:
     """Every table of a run, by name (samples, summary, ..., published, source)."""
     d = Path(tables_dir)
+    manifest.require(d, "run snakemake again, which makes the tables again")  # never a page from a damaged table
     out = {p.stem: _read(p) for p in sorted(d.glob("*.csv"))}
     for name in ("samples", "summary"):  # a variant the archive lacks has one placeholder row with no shape
         df = out.get(name)

@@ -11,13 +11,33 @@ import sys
 import time
 from pathlib import Path
 
-from gpumm.setup import catalog
+from gpumm.setup import catalog, options
+
+
+def _plan(text: str) -> dict:
+    """--plan: the config's coalescing section as JSON, defaults filled in, checked as the config's is."""
+    import argparse
+
+    from gpumm.setup import config
+
+    try:
+        given = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
+    if not isinstance(given, dict):
+        raise argparse.ArgumentTypeError("not allowed: the config's coalescing section, a JSON object")
+    props = config.schema()["properties"]["coalescing"]["properties"]
+    plan = {k: v["default"] for k, v in props.items()} | given
+    problem = config.explain({"variants": {"naive": {}}, "sizes": [1], "coalescing": plan})
+    if problem:
+        raise argparse.ArgumentTypeError(problem.replace("config: coalescing.", "", 1))
+    return plan
 
 
 def _coalescing_plan(a):
     from gpumm.run import coalescing
 
-    p = json.loads(a.plan)
+    p = a.plan
     rule, warmup = _rule_and_warmup(a.timing)
     return coalescing.Plan(
         sizes=p["sizes"],
@@ -39,14 +59,6 @@ def _rule_and_warmup(text: str):
     return measure.rule_from(t), timing.Warmup(count=t["warmups"], seconds=t["warmup_s"])
 
 
-def _shapes(text: str) -> list[list[int]]:
-    return [[int(d) for d in s.split("x")] for s in text.split(",") if s]
-
-
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x]
-
-
 def _measure_settings(a) -> dict:
     """The step's settings: --settings (the config's keys, as the workflow hands them), then each option given."""
     from gpumm.run import settings
@@ -60,20 +72,26 @@ def _measure_settings(a) -> dict:
 
     given = parsed(a.settings, "--settings")
     if a.sizes is not None or a.shapes is not None:
-        given["shapes"] = [[n, n, n] for n in _ints(a.sizes or "")] + _shapes(a.shapes or "")
+        given["shapes"] = [[n, n, n] for n in a.sizes or []] + (a.shapes or [])
     if a.modes is not None:
         given["memory_modes"] = a.modes.split(",")
     if a.timing is not None:
-        given["timing"] = {**given.get("timing", {}), **parsed(a.timing, "--timing")}
+        mine = parsed(a.timing, "--timing")
+        try:
+            config.timing_settings(mine)  # its own faults named as the option
+        except config.ConfigError as exc:
+            raise config.ConfigError(str(exc).replace("config: timing.", "--timing: ", 1)) from None
+        given["timing"] = {**given.get("timing", {}), **mine}
     if a.mode_max_size is not None:
-        given["memory_study_max_size"] = {
-            m: int(n) for m, _, n in (x.partition("=") for x in a.mode_max_size.split(",") if x)
-        }
+        given["memory_study_max_size"] = a.mode_max_size
     if a.seed is not None:
         given["seed"] = a.seed
     if a.cpu_max_mnk is not None:
         given["verify"] = {"cpu_reference_max_mnk": a.cpu_max_mnk}
-    return settings.checked(given)
+    checked = settings.checked(given)
+    if not checked["shapes"]:
+        raise config.ConfigError("nothing to measure: give --sizes or --shapes (or shapes in --settings)")
+    return checked
 
 
 def cmd_measure(a):
@@ -176,45 +194,46 @@ def register(sub) -> None:
         "memory_study_max_size) and shapes ([[M, N, K], ...]): what the workflow passes; the options below "
         "override it",
     )
-    s.add_argument("--sizes", help="comma-separated square sizes (M = N = K)")
-    s.add_argument("--shapes", help="comma-separated MxNxK")
+    s.add_argument("--sizes", type=options.integers("sizes"), help="comma-separated square sizes (M = N = K)")
+    s.add_argument("--shapes", type=options.shapes, help="comma-separated MxNxK")
     s.add_argument("--modes", help="comma-separated memory modes (default device)")
     s.add_argument("--timing")
     s.add_argument(
         "--mode-max-size",
+        type=options.mode_limits,
         help="MODE=N,...: a memory mode runs only the shapes whose largest side is at most N (e.g. zero_copy=2048)",
     )
-    s.add_argument("--seed", type=int)
-    s.add_argument("--cpu-max-mnk", type=int)
+    s.add_argument("--seed", type=options.integer(None, None, "seed"))
+    s.add_argument("--cpu-max-mnk", type=options.integer(None, None, "verify", "cpu_reference_max_mnk"))
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_measure)
 
     s = sub.add_parser("coalescing", help="verify and time the access patterns")
     s.add_argument("--cubin", required=True)
-    s.add_argument("--plan", required=True, help="the config's coalescing section, as JSON")
+    s.add_argument("--plan", required=True, type=_plan, help="the config's coalescing section, as JSON")
     s.add_argument("--timing", default="")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=options.integer(None, None, "seed"), default=0)
     s.add_argument("--out-dir", default="results/raw/coalescing")
     s.set_defaults(fn=cmd_coalescing)
 
     s = sub.add_parser("bandwidth", help="copy bandwidths: host to device and back, device to device")
-    s.add_argument("--bytes", type=int, default=1 << 30)
+    s.add_argument("--bytes", type=options.integer(None, None, "bandwidth", "bytes"), default=1 << 30)
     s.add_argument("--timing", default="")
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_bandwidth)
 
     s = sub.add_parser("overhead", help="the launch-overhead floor of each timing method (an empty kernel)")
     s.add_argument("--cubin", required=True)
-    s.add_argument("--warmups", type=int, default=3)
-    s.add_argument("--repeats", type=int, default=20)
+    s.add_argument("--warmups", type=options.integer(0), default=3)
+    s.add_argument("--repeats", type=options.integer(1), default=20)
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_overhead)
 
     s = sub.add_parser("hierarchy", help="latency and bandwidth of each memory level (S3-MEM)")
     s.add_argument("--cubin", required=True)
-    s.add_argument("--warmups", type=int, default=2)
-    s.add_argument("--repeats", type=int, default=5)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--warmups", type=options.integer(0), default=2)
+    s.add_argument("--repeats", type=options.integer(1), default=5)
+    s.add_argument("--seed", type=options.integer(None, None, "seed"), default=0)
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_hierarchy)
 

@@ -16,9 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-from gpumm.setup import expr, paths
+from gpumm.setup import expr, paths, yamlfile
 
 MAX_THREADS_PER_BLOCK = 1024
 # how every variant is launched: part of its digest (its bytes, so it is never edited for a move: see gpumm/__init__)
@@ -127,10 +125,10 @@ class Variant:
         return h.hexdigest()[:16]
 
 
-def read_yaml(text: str):
-    """Parse YAML safely, with libyaml's C parser where PyYAML has it (ten times faster than the pure-Python
-    one; the catalog is read by every step of the pipeline)."""
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+def read_yaml(text: str, name: str = "<string>"):
+    """Parse YAML strictly (a key given twice is an error naming file, line and column: gpumm.setup.yamlfile),
+    with libyaml's C parser where PyYAML has it (the catalog is read by every step of the pipeline)."""
+    return yamlfile.loads(text, name)
 
 
 def microbenchmarks(path: Path = paths.CATALOG) -> dict:
@@ -170,19 +168,21 @@ def _checked(path: Path) -> dict:
 
 def _check(path: Path, text: str) -> dict:
     try:
-        data = read_yaml(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"cannot read the kernel catalog {path}: {exc}") from exc
+        data = read_yaml(text, paths.shown(path))
+    except yamlfile.YamlFileError as exc:
+        raise CatalogError(f"kernel catalog: {exc}") from None
     schema_text = paths.CATALOG_SCHEMA.read_text()
     fingerprint = hashlib.sha256((text + "\0" + schema_text).encode()).hexdigest()[:32]
     if os.environ.get(CHECKED_ENV) == fingerprint:
         return data
     import jsonschema  # a tenth of a second to import: only where the catalog is checked
 
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(read_yaml(schema_text)).iter_errors(data))
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(read_yaml(schema_text, paths.shown(paths.CATALOG_SCHEMA))).iter_errors(data)
+    )
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top)"
-        raise CatalogError(f"{path.name}: {where}: {error.message}")
+        raise CatalogError(f"kernel catalog: {paths.shown(path)}: {where}: {error.message}")
     families = data["variants"]
     for name, fam in families.items():
         _check_family(name, fam, families)

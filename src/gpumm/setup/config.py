@@ -9,6 +9,7 @@ catalog, the chosen metric set).
 
 import hashlib
 import json
+from pathlib import Path
 
 from gpumm.setup import catalog, paths
 
@@ -18,7 +19,7 @@ class ConfigError(ValueError):
 
 
 def schema() -> dict:
-    return catalog.read_yaml(paths.CONFIG_SCHEMA.read_text())
+    return catalog.read_yaml(paths.CONFIG_SCHEMA.read_text(), paths.shown(paths.CONFIG_SCHEMA))
 
 
 def _key(path) -> str:
@@ -49,8 +50,11 @@ def coerce(config, sch: dict | None = None):
         try:
             if "integer" in types:
                 return int(config)
-            if "number" in types:
-                return float(config)
+        except ValueError:
+            pass
+        try:
+            if "integer" in types or "number" in types:  # '16.0' for an integer: the float, which the check refuses
+                return float(config)  # as it refuses 16.0 in a file (the same verdict)
         except ValueError:
             return config
         if "boolean" in types and config.lower() in ("true", "false"):
@@ -71,7 +75,7 @@ def explain(config: dict) -> str | None:
     sch = schema()
     import jsonschema  # a tenth of a second to import: only where a configuration is checked
 
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(sch).iter_errors(config))
+    error = jsonschema.exceptions.best_match(_validator(sch).iter_errors(config))
     if error is None:
         return None
     key = _key(error.absolute_path)
@@ -81,6 +85,31 @@ def explain(config: dict) -> str | None:
         return f"config: {key}: {error.message}" + (f"; allowed keys: {', '.join(_keys_at(sch, error.absolute_path))}")
     line = f"config: {key} = {value} is not allowed: {error.message}"
     return line + (f". Allowed: {desc}" if desc else "")
+
+
+def _validator(sch: dict):
+    """The schema's validator, with integers that are integers: JSON Schema counts 16.0 as one, and a size of
+    16.0 or a tile of 8.0 would pass the check and fail (or name a variant tiled_tile8.0) much later."""
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    strict = base.TYPE_CHECKER.redefine("integer", lambda _, x: isinstance(x, int) and not isinstance(x, bool))
+    return jsonschema.validators.extend(base, type_checker=strict)(sch)
+
+
+def read_files(files) -> str | None:
+    """Read each config file (``config.yaml``, every ``--configfile``) strictly before Snakemake does: a key given
+    twice or a YAML error is one line naming the file, the line and the column. None where all are fine."""
+    from gpumm.setup import yamlfile
+
+    for f in files:
+        if not Path(f).is_file():
+            continue  # Snakemake names a missing file itself
+        try:
+            yamlfile.load(Path(f), paths.shown(f))
+        except yamlfile.YamlFileError as exc:
+            return f"config file {exc}"
+    return None
 
 
 def _keys_at(sch: dict, path) -> list[str]:
@@ -115,8 +144,8 @@ def check(config: dict) -> list[catalog.Variant]:
     """
     only = config.get("only")
     selection = config["variants"]
+    families = catalog.load()  # a fault in the catalog itself is a CatalogError naming the catalog, not the config
     if only:
-        families = catalog.load()
         unknown = [f for f in only if f not in families]
         if unknown:
             raise ConfigError(
@@ -128,16 +157,17 @@ def check(config: dict) -> list[catalog.Variant]:
     except catalog.CatalogError as exc:
         raise ConfigError(f"config: {exc}") from exc
     study = config.get("memory_study_variants", "all")
-    if only and study != "all":  # the families `only` leaves out take their memory-study entries with them
-        config["memory_study_variants"] = study = [s for s in study if s in {v.id for v in variants}]
     if study != "all":
         ids = {v.id for v in variants}
-        unknown = [v for v in study if v not in ids]
+        unknown = [v for v in study if v not in ids and not _is_variant_name(v, families)]
         if unknown:
             raise ConfigError(
-                f"config: memory_study_variants: {', '.join(unknown)} not among the variants this config runs; "
-                f"allowed: all, or names from {', '.join(sorted(ids))}"
+                f"config: memory_study_variants: {', '.join(unknown)} is not a variant name; "
+                f"allowed: all, or names of variants (this config runs {', '.join(sorted(ids))})"
             )
+        # a variant this config does not run (its family left out by `only`, or narrowed, e.g. tiled: {TILE: [8]}
+        # leaves tiled_tile16 out) takes its memory-study entry with it, as in every other list of variant names
+        config["memory_study_variants"] = [s for s in study if s in ids]
     prof = config.get("profile", {})
     sets = prof.get("metric_sets", {})
     chosen = prof.get("metric_set", "memory")
@@ -146,7 +176,6 @@ def check(config: dict) -> list[catalog.Variant]:
             allowed = ", ".join(sorted(sets)) or "none defined under profile.metric_sets"
             raise ConfigError(f"config: profile.metric_set = {name!r} is not allowed; allowed: {allowed}")
     known = {v.id for v in variants} | {v.family for v in variants}
-    families = catalog.load()
     for name in config.get("max_size", {}):
         if name != "default" and name not in known and name not in families and not _is_variant_name(name, families):
             raise ConfigError(

@@ -63,3 +63,14 @@ def build_dir(variant: str, results: Path = RESULTS) -> Path:
 def raw_dir(variant: str, results: Path = RESULTS) -> Path:
     """Folder of one variant's measurements, metadata and profile."""
     return results / "raw" / variant
+
+
+def shown(path) -> str:
+    """``path`` as a message shows it: relative to the working directory or the checkout where it is inside."""
+    p = Path(path)
+    for base in (Path.cwd(), ROOT):
+        try:
+            return str(p.resolve().relative_to(base.resolve()))
+        except ValueError:
+            continue
+    return str(p)

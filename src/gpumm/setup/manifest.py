@@ -1,0 +1,101 @@
+"""Manifests: what a writer wrote (each file's lines, bytes and digest), so that a reader can tell a damaged file.
+
+``collect`` writes ``results/tables/manifest.json`` after its tables, and an
+archive keeps ``MANIFEST.json`` beside its files. A table cut short, emptied
+or edited by hand no longer matches: the workflow then runs ``collect`` again
+(its manifest is one of its outputs) and the report's steps refuse to read
+it; a damaged archive stops a replay with one line naming the file. Lines are
+counted as newlines, so a message can say how much of a file is left.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+from gpumm.setup import paths
+
+NAME = "manifest.json"
+
+
+def entry(path: Path) -> dict:
+    """One file's record: its lines (newlines), bytes and SHA-256."""
+    data = path.read_bytes()
+    return {"lines": data.count(b"\n"), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def write(folder: Path, files: list[Path], manifest: Path | None = None, writer: str = "") -> Path:
+    """Record ``files`` (paths inside ``folder``) in ``manifest`` (default ``folder/manifest.json``), written whole
+    or not at all; the manifest's path."""
+    manifest = manifest or folder / NAME
+    record = {
+        "writer": writer,
+        "files": {f.relative_to(folder).as_posix(): entry(f) for f in sorted(files)},
+    }
+    tmp = manifest.with_name(manifest.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(manifest)
+    return manifest
+
+
+def read(manifest: Path) -> dict:
+    """The files a manifest records, by path relative to its folder; ValueError where it cannot be read."""
+    try:
+        record = json.loads(manifest.read_text())
+        files = record["files"]
+        if not isinstance(files, dict):
+            raise TypeError("files is not a mapping")
+        return files
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{paths.shown(manifest)}: not a readable manifest ({type(exc).__name__}: {exc})") from None
+
+
+def problems(folder: Path, manifest: Path | None = None, only: set[str] | None = None) -> list[str]:
+    """One line for each file of the manifest that is missing or differs from what was written (``only``: those
+    paths alone); the manifest's own fault as one line; [] where all match (or there is no manifest)."""
+    manifest = manifest or folder / NAME
+    if not manifest.exists():
+        return []
+    try:
+        files = read(manifest)
+    except ValueError as exc:
+        return [str(exc)]
+    out = []
+    for rel, want in files.items():
+        if only is not None and rel not in only:
+            continue
+        path = folder / rel
+        shown = paths.shown(path)
+        if not path.is_file():
+            out.append(f"{shown}: missing (the manifest records {want.get('lines')} lines)")
+            continue
+        have = entry(path)
+        if have["sha256"] != want.get("sha256"):
+            out.append(
+                f"{shown}: {have['lines']} lines, {have['bytes']} bytes where {want.get('lines')} lines, "
+                f"{want.get('bytes')} bytes were written (damaged or edited)"
+            )
+    return out
+
+
+def check(path: Path, manifest: Path) -> str | None:
+    """The problem with one file against the manifest of its folder, or None (also where no manifest records it)."""
+    if not manifest.exists():
+        return None
+    try:
+        rel = path.resolve().relative_to(manifest.parent.resolve()).as_posix()
+    except ValueError:
+        return None
+    found = problems(manifest.parent, manifest, only={rel})
+    return found[0] if found else None
+
+
+class Damaged(ValueError):
+    """A file differs from what its writer recorded; the message is one line naming it."""
+
+
+def require(folder: Path, remedy: str, manifest: Path | None = None) -> None:
+    """Raise Damaged (the first problem, how many more, and ``remedy``) unless every file of the manifest matches."""
+    found = problems(folder, manifest)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise Damaged(f"{found[0]}{more}: {remedy}")
