@@ -87,6 +87,7 @@ USER_ERRORS = (  # errors that describe a user's input or setup: one line, exit 
     ("gpumm.profile.nvprof", "NvprofError"),
     ("gpumm.run.gpulock", "Busy"),
     ("gpumm.setup.manifest", "Damaged"),
+    ("gpumm.analyse.tables", "MixedRun"),
 )
 
 
@@ -111,6 +112,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    from gpumm.run import devices, worker
+
+    # a GPU step of a run on several GPUs claims one of them first (gpumm.run.devices); the worker's steps, whose
+    # client claimed it, and a request for help do not
+    step = argv[0] if argv and not os.environ.get(worker.ENV_INSIDE) and not {"-h", "--help"} & set(argv) else ""
+    with devices.for_step(step):
+        return _step(argv)
+
+
+def _step(argv: list[str]) -> int:
     from gpumm.run import worker
 
     if worker.wanted(argv):

@@ -145,12 +145,14 @@ def test_replay_names_the_settings_the_archive_did_not_use():
 # ---------------------------------------------------------------- the GPU resource
 
 
-def test_parallel_gpu_jobs_are_refused_without_a_limit():
+def test_parallel_gpu_jobs_never_outnumber_the_devices():
     assert gpu.parallel_problem("replay", {}, 8) is None
-    assert gpu.parallel_problem("measure", {}, 1) is None
+    assert gpu.parallel_problem("measure", {}, 8) is None  # no limit given: the workflow sets it to the devices
     assert gpu.parallel_problem("measure", {"gpu": 1}, 8) is None
-    assert "no 'gpu' resource" in gpu.parallel_problem("measure", {}, 8)
-    assert "gpu=2" in gpu.parallel_problem("measure", {"gpu": 2}, 8)
+    assert "gpu=2" in gpu.parallel_problem("measure", {"gpu": 2}, 8)  # one device: two jobs would share it
+    assert gpu.parallel_problem("measure", {"gpu": 2}, 8, devices=2) is None
+    assert gpu.parallel_problem("measure", {"gpu": 1}, 8, devices=2) is None  # fewer at once is allowed
+    assert "Use gpu=2 or fewer" in gpu.parallel_problem("measure", {"gpu": 3}, 8, devices=2)
 
 
 GPU_COMMANDS = {
@@ -245,12 +247,35 @@ def test_every_command_a_measure_run_plans_is_one_the_command_line_accepts(tree,
         assert all("--disabled" in c for c in commands if c.startswith("profile "))
 
 
-def test_the_default_profile_limits_the_run_to_one_gpu_job():
+@pytest.mark.parametrize("gpus, limit", [(1, 1), (2, 2)])
+def test_the_run_s_gpu_limit_is_its_number_of_gpus(tree, tmp_path, gpus, limit):
+    """The default profile sets no gpu limit; the workflow sets it to the GPUs the run uses (one job per device).
+    A real job (one build, on a pretend machine of one or two H200s) shows the limit Snakemake was given."""
+    import shutil
+
     import yaml
 
     prof = yaml.safe_load((paths.ROOT / "workflow" / "profiles" / "default" / "config.yaml").read_text())
-    assert prof["resources"] == {"gpu": 1}
+    assert "gpu" not in (prof.get("resources") or {})
     assert (paths.ROOT / "profiles").resolve() == paths.ROOT / "workflow" / "profiles"
+    if not shutil.which("nvcc"):
+        pytest.fail("nvcc is not on PATH: this test builds one kernel (the README's set-up installs it)")
+    copy = tmp_path / "tree"
+    shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
+    fake = [{"index": i, "name": "NVIDIA H200", "uuid": f"GPU-{i}", "arch": "sm_90"} for i in range(gpus)]
+    probe = {"ok": True, "reason": "", "name": "NVIDIA H200", "arch": "sm_90", "l2_bytes": 50 << 20, "gpus": fake}
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "results/build/naive/kernel.cubin", "--cores", "8"]
+        + ["--config", "mode=measure"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env={**os.environ, gpu.FAKE_ENV: json.dumps(probe)},
+        check=False,
+    )
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-2000:]
+    assert f'Provided resources: gpu=Resource("gpu", {limit})' in text
 
 
 # ---------------------------------------------------------------- profile sizes and regimes
@@ -485,3 +510,29 @@ def test_device_tables_never_mix_in_other_memory_modes():
 
 def test_a_job_inside_a_cluster_allocation_is_not_refused():
     assert gpu.parallel_problem("measure", {"gpu": 2}, 8, cluster=True) is None
+
+
+def test_a_measure_plan_on_several_gpus_runs_one_job_per_device(tree):
+    """A pretend machine of two H200s and an A100: the plan uses the two H200s side by side and says the A100 is
+    left out; asking for more GPUs than that, by config or by --resources, stops before any job."""
+    gpus = [
+        {"index": 0, "name": "NVIDIA H200", "uuid": "GPU-aaaa", "arch": "sm_90"},
+        {"index": 1, "name": "NVIDIA H200", "uuid": "GPU-bbbb", "arch": "sm_90"},
+        {"index": 2, "name": "NVIDIA A100", "uuid": "GPU-cccc", "arch": "sm_80"},
+    ]
+    fake = {"ok": True, "reason": "", "name": "NVIDIA H200", "arch": "sm_90", "l2_bytes": 50 << 20, "gpus": gpus}
+    env = {**os.environ, gpu.FAKE_ENV: json.dumps(fake)}
+
+    def plan(*extra, config=()):
+        cmd = [sys.executable, "-m", "snakemake", "-n", "--cores", "8", *extra, "--config", "mode=measure", *config]
+        out = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, env=env, check=False)
+        return out.returncode, out.stdout + out.stderr
+
+    rc, text = plan()
+    assert rc == 0, text[-2000:]
+    assert "gpumm: GPU 2 (NVIDIA A100) left out: a run measures on one kind of GPU (NVIDIA H200)" in text
+    assert "2 GPUs side by side (0, 1)" in text
+    rc, text = plan("--resources", "gpu=3")
+    assert rc != 0 and "--resources gpu=3: this run uses 2 GPU(s)" in text and "Nothing was run." in text
+    rc, text = plan(config=["gpus=3"])
+    assert rc != 0 and "config: gpus = 3 is not allowed" in text and "Traceback" not in text

@@ -435,3 +435,77 @@ def test_a_failing_piped_step_fails_its_rule_with_its_own_message(tree, tmp_path
     log = (copy / "results" / "logs" / "measure" / "naive.log").read_text()
     assert "gpumm measure:" in log and "CuPy" in log and "Traceback" not in log, log
     assert "Error in rule measure" in r.stderr and "MissingOutputException" not in r.stderr
+
+
+# ---------------------------------------------------------------- several GPUs (gpumm.run.devices)
+
+
+def test_a_run_uses_the_devices_of_one_kind():
+    from gpumm.run import devices
+
+    gpus = [
+        {"index": 0, "name": "NVIDIA H200", "uuid": "GPU-a"},
+        {"index": 1, "name": "NVIDIA A100", "uuid": "GPU-b"},
+        {"index": 2, "name": "NVIDIA H200", "uuid": "GPU-c"},
+    ]
+    chosen, notes = devices.choose(gpus, "auto")
+    assert [d["uuid"] for d in chosen] == ["GPU-a", "GPU-c"]
+    assert notes == ["GPU 1 (NVIDIA A100) left out: a run measures on one kind of GPU (NVIDIA H200)"]
+    assert [d["uuid"] for d in devices.choose(gpus, 1)[0]] == ["GPU-a"]
+    with pytest.raises(devices.DeviceError, match=r"config: gpus = 3 is not allowed: .* 2 usable GPU\(s\)"):
+        devices.choose(gpus, 3)
+    assert devices.choose([], "auto") == ([], [])
+
+
+_CLAIMING_JOB = """
+import json, os, time
+from gpumm.run import devices
+with devices.for_step("measure") as d:
+    t0 = time.time()
+    time.sleep(0.4)
+    print(json.dumps({"uuid": d["uuid"], "visible": os.environ["CUDA_VISIBLE_DEVICES"],
+                      "mine": json.loads(os.environ["GPUMM_DEVICE"])["uuid"], "t0": t0, "t1": time.time()}))
+"""
+
+
+def test_gpu_jobs_on_several_devices_each_claim_one_of_their_own(tmp_path):
+    """Fake devices, fake jobs: 3 devices and 7 jobs started at once. Each job claims a device, sees it alone
+    (CUDA_VISIBLE_DEVICES is its UUID), and no device is held by two jobs at once; every job runs, every device
+    is used, and those that found all three taken waited for one."""
+    fake = [{"index": i, "name": "fake GPU", "uuid": f"GPU-fake-{i}"} for i in range(3)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMM_") and k != "CUDA_VISIBLE_DEVICES"}
+    env.update(GPUMM_LOCK_DIR=str(tmp_path / "locks"), GPUMM_DEVICES=json.dumps(fake), PYTHONPATH=str(ROOT / "src"))
+    jobs = [
+        subprocess.Popen([sys.executable, "-c", _CLAIMING_JOB], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        for _ in range(7)
+    ]
+    outs = [job.communicate(timeout=60) for job in jobs]
+    assert all(job.returncode == 0 for job in jobs), [e.decode() for _, e in outs]
+    ran = [json.loads(o) for o, _ in outs]
+    assert {r["uuid"] for r in ran} == {d["uuid"] for d in fake}
+    assert all(r["visible"] == r["uuid"] == r["mine"] for r in ran)
+    for uuid in {r["uuid"] for r in ran}:
+        spans = sorted((r["t0"], r["t1"]) for r in ran if r["uuid"] == uuid)
+        assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:])), (uuid, spans)
+    assert sum("every one of the run's 3 GPUs is taken; waiting" in e.decode() for _, e in outs) >= 4
+
+
+def test_with_one_device_a_step_is_left_as_it_was(monkeypatch):
+    from gpumm.run import devices
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    monkeypatch.setenv(devices.ENV, json.dumps([{"index": 0, "name": "one", "uuid": "GPU-one"}]))
+    with devices.for_step("measure") as d:
+        assert d is None and os.environ["CUDA_VISIBLE_DEVICES"] == "7"
+    monkeypatch.setenv(devices.ENV, json.dumps([{"uuid": "GPU-a"}, {"uuid": "GPU-b"}]))
+    with devices.for_step("collect") as d:  # not a GPU step
+        assert d is None and os.environ["CUDA_VISIBLE_DEVICES"] == "7"
+
+
+def test_a_table_never_mixes_two_kinds_of_gpu():
+    from gpumm.analyse import tables
+
+    h200 = {"device": {"index": 0, "name": "NVIDIA H200", "uuid": "GPU-a"}}
+    tables.one_kind({"naive": h200, "cublas": {"device": {**h200["device"], "uuid": "GPU-b"}}, "cpu_blas": {}})
+    with pytest.raises(tables.MixedRun, match=r"2 kinds of GPU \(NVIDIA A100: 1 variants \(e\.g\. tiled_tile16\); "):
+        tables.one_kind({"naive": h200, "tiled_tile16": {"device": {"name": "NVIDIA A100"}}})

@@ -17,6 +17,7 @@ from gpumm.setup import catalog as gpumm_catalog
 from gpumm.setup import config as gpumm_config
 from gpumm.run import settings as gpumm_settings
 from gpumm.run import gpu
+from gpumm.run import devices as gpumm_devices
 from gpumm.archive import reference
 from gpumm.setup import locks as gpumm_locks
 from gpumm.setup import manifest as gpumm_manifest
@@ -58,14 +59,28 @@ try:  # --report, --lint and the like set no cores
     _cores = workflow.cores
 except WorkflowError:
     _cores = None
+# The run's GPUs (gpumm.run.devices): every visible one of the first one's kind, or config gpus of them. The
+# gpu resource is their number, so that as many GPU jobs run at once, each claiming a device of its own.
+DEVICES = []
+if MODE == "measure":
+    try:
+        DEVICES, _left_out = gpumm_devices.choose(list(DECISION.gpus), config["gpus"])
+    except gpumm_devices.DeviceError as exc:
+        raise WorkflowError(f"{exc}\nNothing was run.")
+    for _line in _left_out:
+        print(f"gpumm: {_line}", file=sys.stderr)
+_limits = {k: getattr(r, "value", r) for k, r in workflow.global_resources.items()}
 _gpu_problem = gpu.parallel_problem(
     MODE,
-    {k: getattr(r, "value", r) for k, r in workflow.global_resources.items()},
+    _limits,
     _cores,
     cluster=workflow.remote_exec,  # a job inside a cluster allocation: its GPU is its own
+    devices=len(DEVICES),
 )
 if _gpu_problem:
     raise WorkflowError(f"{_gpu_problem}\nNothing was run.")
+if MODE == "measure" and _limits.get("gpu") is None and not workflow.remote_exec:
+    workflow.register_resource("gpu", len(DEVICES))
 
 
 def op_of(wildcards):
@@ -108,6 +123,15 @@ _env = {
     "GPUMM_RUN_ID": RUN_ID,
     "GPUMM_RUN_LOG": str(RUN_LOG),
 }
+if len(DEVICES) > 1:  # each GPU job claims one of them (gpumm.run.devices)
+    _env[
+        "GPUMM_DEVICES"
+    ] = (  # JSON, quoted for the shell, braces doubled for Snakemake's formatting
+        json.dumps(DEVICES, separators=(",", ":"))
+        .replace('"', '\\"')
+        .replace("{", "{{")
+        .replace("}", "}}")
+    )
 if USE_WORKER:
     _env.update(
         GPUMM_WORKER="1",
@@ -126,6 +150,10 @@ def finish(success: bool) -> None:
         from gpumm.run import worker as gpumm_worker
 
         gpumm_worker.stop()
+        for _device in DEVICES if len(DEVICES) > 1 else []:  # one worker per device
+            gpumm_worker.stop(
+                gpumm_worker.socket_path(gpumm_worker.key(_device["uuid"]))
+            )
     if not success:
         return
     from gpumm.archive import runrecord
@@ -183,7 +211,12 @@ if _stale:
     )
 print(
     f"gpumm: {DECISION.why}; {len(ALL_IDS)} variants"
-    + (f"; replaying {ARCHIVE}" if ARCHIVE else f"; nvcc -arch={ARCH}"),
+    + (f"; replaying {ARCHIVE}" if ARCHIVE else f"; nvcc -arch={ARCH}")
+    + (
+        f"; {len(DEVICES)} GPUs side by side ({', '.join(str(d['index']) for d in DEVICES)})"
+        if len(DEVICES) > 1
+        else ""
+    ),
     file=sys.stderr,
 )
 

@@ -135,6 +135,7 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         resources.append({**_with_occupancy(res, v, gpu), "variant": v.id, "family": v.family})
         precision = loops.tensor_core_ops(ptx, sass)
         loop_rows.append({**loop, **precision, "variant": v.id, "family": v.family, "defines": v.defines_text()})
+    one_kind({v.id: _json(paths.raw_dir(v.id, results) / "meta.json") for v in variants})
     summary = summarise(samples)
     loop_table = with_columns(pd.DataFrame(loop_rows), LOOP_COLUMNS)
     gpus = [v.id for v in variants if v.on_gpu]
@@ -225,6 +226,26 @@ def _legacy_coalescing(df: pd.DataFrame, l2: float) -> pd.DataFrame:
 
 def _json(path: Path) -> dict:
     return json.loads(path.read_text())
+
+
+class MixedRun(ValueError):
+    """The measurements of one run come from GPUs of different kinds: no table mixes them."""
+
+
+def one_kind(metas: dict[str, dict]) -> None:
+    """Raise MixedRun (one line naming the kinds and a variant of each) where the GPU measurements (their
+    ``device`` in meta.json) come from more than one kind of GPU; CPU baselines and older runs name none."""
+    kinds: dict[str, list[str]] = {}
+    for vid, meta in metas.items():
+        name = (meta.get("device") or {}).get("name")
+        if name:
+            kinds.setdefault(name, []).append(vid)
+    if len(kinds) > 1:
+        said = "; ".join(f"{name}: {len(ids)} variants (e.g. {ids[0]})" for name, ids in sorted(kinds.items()))
+        raise MixedRun(
+            f"results/raw holds measurements from {len(kinds)} kinds of GPU ({said}); a table compares one kind: "
+            "measure the others again on one kind (delete their results/raw/<variant> and rerun)"
+        )
 
 
 def _variant_row(v: Variant, results: Path) -> dict:

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import time
 
+from gpumm.run import devices
 from gpumm.run.gpu import ATTRIBUTES
 from gpumm.setup import paths
 
@@ -82,6 +83,7 @@ def collect(config_digest: str, variants: dict[str, str], decision_why: str, con
         "config_digest": config_digest,
         "config": config,
         "device": {"index": 0, **watch.identity(), "max_sm_clock_mhz_nvml": watch.max_sm_mhz},
+        "devices": devices.from_env(),  # a run on several GPUs: every one it used ([]: one GPU)
         "variant_digests": variants,
         "data_source": {"mode": "measure", "why": decision_why},
     }

@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _PROBE = """
 import json
@@ -22,10 +22,18 @@ except Exception as exc:
     print(json.dumps({"ok": False, "reason": "no CUDA device: " + str(exc).splitlines()[0]})); raise SystemExit
 if n < 1:
     print(json.dumps({"ok": False, "reason": "no CUDA device"})); raise SystemExit
-p = cupy.cuda.runtime.getDeviceProperties(0)
-name = p["name"].decode() if isinstance(p["name"], bytes) else p["name"]
-print(json.dumps({"ok": True, "reason": "", "name": name, "arch": "sm_%d%d" % (p["major"], p["minor"]),
-                  "l2_bytes": int(p["l2CacheSize"]), "devices": n}))
+def text(v):
+    return v.decode() if isinstance(v, bytes) else v
+def uuid(p):
+    raw = p.get("uuid")
+    h = (raw if isinstance(raw, str) else bytes(raw).hex()) if raw else ""
+    return "GPU-%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:]) if len(h) == 32 else ""
+props = [cupy.cuda.runtime.getDeviceProperties(i) for i in range(n)]
+gpus = [{"index": i, "name": text(q["name"]), "uuid": uuid(q), "arch": "sm_%d%d" % (q["major"], q["minor"])}
+        for i, q in enumerate(props)]
+p = props[0]
+print(json.dumps({"ok": True, "reason": "", "name": text(p["name"]), "arch": "sm_%d%d" % (p["major"], p["minor"]),
+                  "l2_bytes": int(p["l2CacheSize"]), "devices": n, "gpus": gpus}))
 """
 
 DEFAULT_ARCH = "sm_90"
@@ -57,6 +65,7 @@ class Probe:
     arch: str = ""
     l2_bytes: int = 0
     devices: int = 0
+    gpus: list = field(default_factory=list)  # every visible device: index, name, uuid, arch
 
 
 FAKE_ENV = "GPUMM_FAKE_GPU"  # JSON of a Probe: plan a measure-mode run with no GPU (dry runs in the tests)
@@ -90,6 +99,7 @@ class Decision:
     arch: str
     why: str
     l2_bytes: int = 0  # the GPU's L2 (measure mode), for the profile's sizes
+    gpus: tuple = ()  # the visible devices (measure mode): gpumm.run.devices chooses the run's among them
 
 
 def decide(mode: str, gpu_arch: str, probe_fn=probe) -> Decision:
@@ -107,32 +117,27 @@ def decide(mode: str, gpu_arch: str, probe_fn=probe) -> Decision:
         arch = DEFAULT_ARCH if gpu_arch == "auto" else gpu_arch
         return Decision("replay", arch, f"mode: auto chose replay: no usable CUDA GPU ({found.reason})")
     arch = found.arch if gpu_arch == "auto" else gpu_arch
-    return Decision("measure", arch, f"mode: {mode} chose measure on {found.name} ({found.arch})", found.l2_bytes)
+    gpus = tuple(found.gpus) or ({"index": 0, "name": found.name, "uuid": "", "arch": found.arch},)
+    return Decision("measure", arch, f"mode: {mode} chose measure on {found.name} ({found.arch})", found.l2_bytes, gpus)
 
 
-def parallel_problem(mode: str, resources: dict, cores: int | None, cluster: bool = False) -> str | None:
+def parallel_problem(
+    mode: str, resources: dict, cores: int | None, cluster: bool = False, devices: int = 1
+) -> str | None:
     """Why this run could put two GPU jobs on one GPU at once, or None.
 
-    Every GPU job declares ``resources: gpu=1``; the workflow's default profile
-    limits the run to ``gpu: 1``. Without that limit (``--workflow-profile
-    none``) and with more than one core, Snakemake would start several GPU jobs
-    together and each would time the others' work. Several GPUs are not used
-    yet: a limit above 1 would run jobs side by side on GPU 0. A job running
-    inside a cluster allocation (``cluster``: Snakemake's remote mode) has the
-    GPU the scheduler gave it, so nothing is checked there.
+    Every GPU job declares ``resources: gpu=1``, and the workflow sets the run's ``gpu`` limit to the number of
+    devices it uses (``devices``: gpumm.run.devices), each job claiming one of its own. A limit given by hand
+    (``--resources gpu=K``) may be lower, never higher: more GPU jobs at once than devices would put two on one
+    GPU, and each would time the other's work. A job running inside a cluster allocation (``cluster``:
+    Snakemake's remote mode) has the GPU the scheduler gave it, so nothing is checked there.
     """
     if mode != "measure" or cluster:
         return None
     limit = resources.get("gpu")
-    if limit is None and (cores or 1) > 1:
+    if limit is not None and limit > devices:
         return (
-            "GPU jobs could run at the same time and corrupt each other's timings: the run has no 'gpu' resource "
-            "limit (the workflow's default profile, workflow/profiles/default, sets it; it is skipped with "
-            "--workflow-profile none). Add --resources gpu=1, or run with --cores 1."
-        )
-    if limit is not None and limit > 1:
-        return (
-            f"--resources gpu={limit}: this workflow runs every GPU job on GPU 0, so more than one would share it "
-            "and corrupt each other's timings. Use gpu=1."
+            f"--resources gpu={limit}: this run uses {devices} GPU(s) (config gpus), so {limit} GPU jobs at once "
+            f"would share one and corrupt each other's timings. Use gpu={devices} or fewer, or leave it out."
         )
     return None

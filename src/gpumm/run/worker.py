@@ -64,8 +64,11 @@ def fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def key() -> str:
-    parts = [str(paths.ROOT), sys.executable, os.environ.get("CUDA_VISIBLE_DEVICES", ""), fingerprint()]
+def key(visible: str | None = None) -> str:
+    """The worker's name: this checkout, interpreter, code and visible devices (``visible``, by default this
+    process's CUDA_VISIBLE_DEVICES): a run on several GPUs has one worker per device (gpumm.run.devices)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "") if visible is None else visible
+    parts = [str(paths.ROOT), sys.executable, visible, fingerprint()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 

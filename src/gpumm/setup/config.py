@@ -246,7 +246,7 @@ def max_size_of(variant, config: dict) -> int:
 
 
 # Keys that decide how the report is made, not what is measured: left out of the digest.
-NOT_MEASURED_KEYS = ("mode", "replay_from", "cluster")  # where and how a run happens, not what it measures
+NOT_MEASURED_KEYS = ("mode", "replay_from", "cluster", "gpus")  # where and how a run happens, not what it measures
 
 
 def measured(config: dict) -> dict:
