@@ -1,5 +1,10 @@
 # Measure mode: a CUDA GPU is here. Build, verify and time, profile.
 #
+# Builds run at a lower CPU priority (nice 10): with --cores all they start together with the first GPU steps,
+# and fifteen nvcc processes on sixteen cores most likely slowed the GPU worker's host side (inputs, checks,
+# graph capture) on the H100 run of 2026-11-24: transpose_rows_block_rows8 took 9.5 s there (its 16 x 16 set
+# 4.8 s) against 0.5 s in the run before, with the same medians. The GPU steps are the run's critical path.
+#
 # Every job that uses the GPU declares `resources: gpu=1`; the workflow's
 # default profile (workflow/profiles/default, found through the top-level
 # profiles/ link) limits the run to gpu=1, so that two GPU jobs never share
@@ -26,7 +31,7 @@ rule build:
         arch=ARCH,
         defines=lambda w: VARIANTS[w.variant].defines_text(),
     shell:
-        "python -m gpumm build --variant {wildcards.variant} --arch {params.arch}"
+        "nice -n 10 python -m gpumm build --variant {wildcards.variant} --arch {params.arch}"
         " --out-dir results/build/{wildcards.variant} > {log} 2>&1"
 
 
@@ -42,7 +47,7 @@ rule build_host:
     conda:
         ENV
     shell:
-        "python -m gpumm build --variant {wildcards.variant} --arch host"
+        "nice -n 10 python -m gpumm build --variant {wildcards.variant} --arch host"
         " --out-dir results/build/{wildcards.variant} > {log} 2>&1"
 
 
@@ -162,7 +167,7 @@ rule build_micro:
     params:
         arch=ARCH,
     shell:
-        "python -m gpumm build-micro --name {wildcards.micro} --arch {params.arch}"
+        "nice -n 10 python -m gpumm build-micro --name {wildcards.micro} --arch {params.arch}"
         " --out-dir results/build/{wildcards.micro} > {log} 2>&1"
 
 
