@@ -22,6 +22,10 @@
 #                                            with SAMPLING_CHECK=1), the GPU tests and compute-sanitizer runs of
 #                                            the rungs RACE_CHECK names (a pytest -k expression), and tars of the
 #                                            archive, the report and the logs into $OUT
+#   tools/device_run.sh gpus [BUDGET_S] [ARCHIVE]  several GPUs (issue 21): the default study with every GPU
+#                                            (config gpus: auto), timed, each job's device from the worker
+#                                            logs, then every kernel median against the one-GPU archive
+#                                            ARCHIVE (default h200) with tools/compare_runs.py
 #   tools/device_run.sh sanitize             compute-sanitizer memcheck and racecheck on the transposes
 #                                            (odd shapes) and the memory-hierarchy kernels
 set -uo pipefail
@@ -127,6 +131,41 @@ PY
   tar czf "$OUT/report.tgz" results/report
   tar czf "$OUT/logs.tgz" results/logs results/run results/tables results/run.json results/raw/*/meta.json \
     results/raw/profile-session/*/ncu.log 2>/dev/null
+  ;;
+gpus)
+  ref=${3:-h200}
+  nvidia-smi -L | tee -a "$OUT/log/env.txt"
+  rm -rf results .snakemake
+  t0=$(date +%s.%N)
+  timeout "$budget" python3 -m snakemake --cores all 2>&1 | tee "$OUT/log/study-gpus.txt" \
+    | grep -E "gpumm:|of .* steps|rror|FAILED" | tail -25
+  rc=${PIPESTATUS[0]}
+  t1=$(date +%s.%N)
+  echo "study on every GPU: snakemake --cores all exit $rc, $(python3 -c "print(round($t1 - $t0, 1))") s" \
+    | tee -a "$OUT/log/times.txt"
+  cp results/run.json results/logs/gpu-worker.log "$OUT/log/" 2>/dev/null
+  python3 - "$ref" <<'PY' 2>&1 | tee "$OUT/log/gpus-compare.txt" | tail -30
+import json, subprocess, sys
+from pathlib import Path
+import pandas as pd
+from gpumm.analyse import tables
+r = json.load(open("results/run.json"))
+print({k: r[k] for k in ("wall_s", "gpu_busy_s", "steps", "failed_steps")})
+devices = {}
+for meta in Path("results/raw").glob("*/meta.json"):
+    d = json.loads(meta.read_text()).get("device") or {}
+    if d.get("uuid"):
+        devices.setdefault(d["uuid"], []).append(meta.parent.name)
+print("variants per device:", {k: len(v) for k, v in devices.items()})
+ref = Path("data/reference") / sys.argv[1]
+samples = pd.concat([pd.read_csv(f) for f in sorted(ref.glob("raw/*/samples.csv"))], ignore_index=True)
+tables.summarise(samples).to_csv("/tmp/one-gpu-summary.csv", index=False)
+print("one-GPU archive:", ref, json.load(open(ref / "run.json")).get("wall_s"), "s wall")
+out = subprocess.run([sys.executable, "tools/compare_runs.py", "/tmp/one-gpu-summary.csv",
+                      "results/tables/summary.csv"], capture_output=True, text=True)
+print(out.stdout[-3000:])
+PY
+  tar czf "$OUT/gpus.tgz" results/tables results/run.json results/raw/*/meta.json results/logs 2>/dev/null
   ;;
 sanitize)
   sel="transposes_and_copy_are_exact and (1023x1025 or 1x4097 or 4097x1)"
