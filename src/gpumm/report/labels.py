@@ -135,7 +135,10 @@ METRICS = {
     "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "FFMA",
     "smsp__issue_active.avg.pct_of_peak_sustained_active": "issue slots used (%)",
 }
-for _stall in ("long_scoreboard", "short_scoreboard", "mio_throttle", "barrier", "math_pipe_throttle", "not_selected"):
+METRICS["smsp__average_warps_active_per_issue_active.ratio"] = "warps per issue (all)"
+_STALLS = ("long_scoreboard", "short_scoreboard", "mio_throttle", "barrier", "math_pipe_throttle", "not_selected")
+_STALLS += ("wait", "no_instruction", "dispatch_stall", "lg_throttle", "branch_resolving", "misc")
+for _stall in _STALLS:
     METRICS[f"smsp__average_warps_issue_stalled_{_stall}_per_issue_active.ratio"] = f"stall: {_stall.replace('_', ' ')}"
 LABELS.update({m: (short, 1) for m, short in METRICS.items()})
 
