@@ -26,6 +26,9 @@
 #                                            (config gpus: auto), timed, each job's device from the worker
 #                                            logs, then every kernel median against the one-GPU archive
 #                                            ARCHIVE (default h200) with tools/compare_runs.py
+#   tools/device_run.sh transposes           the transpose exploration (tools/transpose: build.sh, run.py):
+#                                            candidates verified bit for bit, then timed at 8192 and 16384
+#                                            against cudaMemcpy device to device; results in $OUT/transpose
 #   tools/device_run.sh sanitize             compute-sanitizer memcheck and racecheck on the transposes
 #                                            (odd shapes) and the memory-hierarchy kernels
 set -uo pipefail
@@ -166,6 +169,11 @@ out = subprocess.run([sys.executable, "tools/compare_runs.py", "/tmp/one-gpu-sum
 print(out.stdout[-3000:])
 PY
   tar czf "$OUT/gpus.tgz" results/tables results/run.json results/raw/*/meta.json results/logs 2>/dev/null
+  ;;
+transposes)
+  mkdir -p "$OUT/transpose"
+  (cd tools/transpose && ./build.sh && OUT="$OUT/transpose" timeout "$budget" python3 run.py) 2>&1 \
+    | tee "$OUT/log/transpose-explore.txt" | tail -40
   ;;
 sanitize)
   sel="transposes_and_copy_are_exact and (1023x1025 or 1x4097 or 4097x1)"
