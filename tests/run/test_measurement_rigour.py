@@ -136,6 +136,12 @@ def test_replay_names_the_settings_the_archive_did_not_use():
         "sizes: [16, 32] (archived) → [16] (this config)",
         "timing.repeats: 20 (archived) → 50 (this config)",
     ]
+    long_a = {"metrics": [f"smsp__metric_number_{i}.sum" for i in range(6)]}
+    long_c = {"metrics": long_a["metrics"][1:] + [f"smsp__new_metric_{i}.ratio" for i in range(4)]}
+    assert replay.config_differences(long_a, long_c) == [
+        'metrics: this config adds "smsp__new_metric_0.ratio", "smsp__new_metric_1.ratio", "smsp__new_metric_2.ratio"'
+        ' and 1 more; drops "smsp__metric_number_0.sum" (6 archived, 9 here)'
+    ]
     assert replay.config_differences(None, other, "aaa", "bbb") == [
         "configuration digest aaa (archived) differs from bbb (this run's)"
     ]

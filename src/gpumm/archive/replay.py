@@ -147,9 +147,23 @@ def _diff(archived: dict, current: dict, prefix: str) -> list[str]:
         a, c = archived.get(key), current.get(key)
         if isinstance(a, dict) and isinstance(c, dict):
             out += _diff(a, c, f"{prefix}{key}.")
+        elif isinstance(a, list) and isinstance(c, list) and a != c and len(json.dumps(a) + json.dumps(c)) > 120:
+            out.append(f"{prefix}{key}: {_list_change(a, c)}")  # a long list: what was added and dropped
         elif a != c:
             out.append(f"{prefix}{key}: {json.dumps(a)} (archived) → {json.dumps(c)} (this config)")
     return out
+
+
+def _list_change(archived: list, current: list) -> str:
+    def few(items: list) -> str:
+        shown = ", ".join(json.dumps(x) for x in items[:3])
+        return shown + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+
+    added = [x for x in current if x not in archived]
+    dropped = [x for x in archived if x not in current]
+    said = [f"adds {few(added)}"] * bool(added) + [f"drops {few(dropped)}"] * bool(dropped)
+    change = "; ".join(said) or "the same items in another order"
+    return f"this config {change} ({len(archived)} archived, {len(current)} here)"
 
 
 def provenance(
