@@ -39,6 +39,19 @@ mkdir -p "$OUT/log"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
   which ncu nvcc python3 cuobjdump cc; python3 -c 'import cupy; print("cupy", cupy.__version__)'
 } 2>&1 | tee -a "$OUT/log/env.txt"
+# the whole default study from a tree with nothing built, timed from the command line to its exit; sets rc
+whole_study() {
+  rm -rf results .snakemake
+  local t0 t1
+  t0=$(date +%s.%N)
+  timeout "$budget" python3 -m snakemake --cores all 2>&1 | tee "$OUT/log/$1.txt" \
+    | grep -E "gpumm:|of .* steps|rror|FAILED" | tail -25
+  rc=${PIPESTATUS[0]}
+  t1=$(date +%s.%N)
+  echo "$1: snakemake --cores all exit $rc, $(python3 -c "print(round($t1 - $t0, 1))") s (command line to exit)" \
+    | tee -a "$OUT/log/times.txt"
+  cp results/run.json results/logs/gpu-worker.log "$OUT/log/" 2>/dev/null
+}
 phase=${1:-pipeline}
 budget=${2:-500}
 case "$phase" in
@@ -100,15 +113,8 @@ PY
   ;;
 study)
   name=${3:-}
-  rm -rf results .snakemake
-  t0=$(date +%s.%N)
-  timeout "$budget" python3 -m snakemake --cores all 2>&1 | tee "$OUT/log/study.txt" \
-    | grep -E "gpumm:|of .* steps|rror|FAILED" | tail -25
-  rc=${PIPESTATUS[0]}
-  t1=$(date +%s.%N)
-  echo "study: snakemake --cores all exit $rc, $(python3 -c "print(round($t1 - $t0, 1))") s (command line to exit)" \
-    | tee -a "$OUT/log/times.txt"
-  cp results/run.json results/run/steps.jsonl results/logs/gpu-worker.log "$OUT/log/" 2>/dev/null
+  whole_study study
+  cp results/run/steps.jsonl "$OUT/log/" 2>/dev/null
   python3 - <<'PY' 2>&1 | tee -a "$OUT/log/times.txt"
 import json
 r = json.load(open("results/run.json"))
@@ -138,15 +144,7 @@ PY
 gpus)
   ref=${3:-h200}
   nvidia-smi -L | tee -a "$OUT/log/env.txt"
-  rm -rf results .snakemake
-  t0=$(date +%s.%N)
-  timeout "$budget" python3 -m snakemake --cores all 2>&1 | tee "$OUT/log/study-gpus.txt" \
-    | grep -E "gpumm:|of .* steps|rror|FAILED" | tail -25
-  rc=${PIPESTATUS[0]}
-  t1=$(date +%s.%N)
-  echo "study on every GPU: snakemake --cores all exit $rc, $(python3 -c "print(round($t1 - $t0, 1))") s" \
-    | tee -a "$OUT/log/times.txt"
-  cp results/run.json results/logs/gpu-worker.log "$OUT/log/" 2>/dev/null
+  whole_study study-gpus
   python3 - "$ref" <<'PY' 2>&1 | tee "$OUT/log/gpus-compare.txt" | tail -30
 import json, subprocess, sys
 from pathlib import Path
