@@ -360,6 +360,13 @@ def test_a_damaged_table_is_made_again_by_the_plain_command(replayed, tmp_path):
             assert re.search(r"localrule collect:", out.stdout + out.stderr)
             assert re.search(r"localrule pages:", out.stdout + out.stderr)
             assert summary.read_bytes() == good  # made again, whole
+        raw = tree / "results" / "raw" / "naive" / "samples.csv"  # a step's output, damaged after the run
+        raw_good = raw.read_bytes()
+        raw.write_bytes(raw_good[:5000])
+        out = snakemake(tree, "--config", "mode=replay")
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert "gpumm: results/raw/naive/samples.csv: " in out.stderr and "its step runs again" in out.stderr
+        assert raw.read_bytes() == raw_good and summary.read_bytes() == good  # copied again, tables made again
     finally:
         if summary.read_bytes() != good:
             summary.write_bytes(good)

@@ -324,3 +324,21 @@ def test_the_archived_runs_match_their_manifests():
     for archive in reference.available():
         assert (archive / reference.MANIFEST).is_file(), archive
         reference.check(archive)
+
+
+def test_collect_refuses_samples_that_changed_since_their_step(tmp_path, monkeypatch):
+    from gpumm.setup import manifest
+
+    (naive,) = catalog.expand({"naive": {}})
+    archive = make_archive(tmp_path / "ref", "gpu", "2026-11-24", [naive])
+    results = tmp_path / "results"
+    replay.variant(naive, archive, results)
+    samples = results / "raw" / naive.id / "samples.csv"
+    assert manifest.recorded(samples.parent / "meta.json") == []  # the copy is recorded as copied
+    samples.write_bytes(samples.read_bytes()[:200])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(
+        manifest.Damaged, match=r"raw/naive/samples\.csv: .* where its step wrote .*run snakemake again"
+    ):
+        tables.collect([naive], results, tmp_path / "tables")
+    assert not (tmp_path / "tables" / "summary.csv").exists()

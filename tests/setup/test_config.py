@@ -168,3 +168,26 @@ def test_a_manifest_tells_a_damaged_file(tmp_path):
     (tmp_path / manifest.NAME).write_text("{not json")
     assert "not a readable manifest" in manifest.problems(tmp_path)[0]
     assert manifest.problems(tmp_path / "nowhere") == []  # no manifest: nothing to check against
+
+
+def test_a_steps_record_tells_its_damaged_outputs(tmp_path):
+    import json
+
+    from gpumm.setup import manifest
+
+    (tmp_path / "samples.csv").write_text("variant,ms\nnaive,1.0\nnaive,1.1\n")
+    meta = tmp_path / "meta.json"
+    meta.write_text(
+        json.dumps({"variant": "naive", "files": {"samples.csv": manifest.entry(tmp_path / "samples.csv")}})
+    )
+    assert manifest.recorded(meta) == []
+    (tmp_path / "samples.csv").write_text("variant,ms\nnaive,1.0\n")
+    assert manifest.recorded(meta)[0].endswith(
+        "2 lines, 21 bytes where its step wrote 3 lines, 31 bytes (damaged or edited)"
+    )
+    (tmp_path / "samples.csv").unlink()
+    assert "samples.csv: missing" in manifest.recorded(meta)[0]
+    meta.write_text("{")
+    assert "meta.json: cannot be read" in manifest.recorded(meta)[0]
+    meta.write_text(json.dumps({"variant": "naive"}))  # an older run recorded nothing: nothing to say
+    assert manifest.recorded(meta) == []

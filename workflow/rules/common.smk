@@ -195,6 +195,11 @@ if _damaged:
     Path("results/tables/manifest.json").unlink(missing_ok=True)
     for _line in _damaged:
         print(f"gpumm: {_line}; collect makes the tables again", file=sys.stderr)
+# The same for each variant's samples against the record its meta.json keeps: the step that wrote them runs again.
+for _meta in sorted(Path("results/raw").glob("*/meta.json")):
+    for _line in gpumm_manifest.recorded(_meta):
+        print(f"gpumm: {_line}; its step runs again", file=sys.stderr)
+        _meta.unlink(missing_ok=True)
 
 # an archive that is not replayed and cannot be read is left out, and said so; it stops nothing
 for _name, _why in reference.damaged().items():

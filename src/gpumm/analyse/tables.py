@@ -117,6 +117,10 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
 
 def collect(variants: list[Variant], results: Path, out: Path) -> None:
     """Write every table the notebooks read, each whole or not at all."""
+    for v in variants:  # never a table from samples that changed since their step wrote them
+        found = manifest.recorded(paths.raw_dir(v.id, results) / "meta.json")
+        if found:
+            raise manifest.Damaged(f"{found[0]}: run snakemake again, which runs its step again")
     out.mkdir(parents=True, exist_ok=True)
     samples = pd.concat(
         [pd.read_csv(paths.raw_dir(v.id, results) / "samples.csv") for v in variants], ignore_index=True

@@ -32,6 +32,7 @@ def variant(v: Variant, archive: Path, results: Path = paths.RESULTS) -> dict:
         row = {"variant": v.id, "family": v.family, "defines": v.defines_text(), "kind": v.kind}
         files.write_rows([{**row, "status": "not measured", "reason": reason}], columns.SAMPLES, dst / "samples.csv")
         meta = {"variant": v.id, "origin": "not measured", "digest": current, "reason": reason}
+        meta["files"] = {"samples.csv": manifest.entry(dst / "samples.csv")}
         _write_json(meta, dst / "meta.json")
         columns.write_missing_profile(v.id, 0, reason, dst)
     else:
@@ -43,6 +44,7 @@ def variant(v: Variant, archive: Path, results: Path = paths.RESULTS) -> dict:
             origin="replayed", archive=archive.name, archived_digest=archived, digest=current, stale=archived != current
         )
         shutil.copy2(src / "samples.csv", dst / "samples.csv")
+        meta["files"] = {"samples.csv": manifest.entry(dst / "samples.csv")}  # as copied (manifest.recorded)
         if (src / "profile.csv").is_file():
             shutil.copy2(src / "profile.csv", dst / "profile.csv")
         else:

@@ -99,3 +99,25 @@ def require(folder: Path, remedy: str, manifest: Path | None = None) -> None:
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise Damaged(f"{found[0]}{more}: {remedy}")
+
+
+def recorded(meta: Path) -> list[str]:
+    """The problems of a step's outputs against the record its ``meta.json`` keeps of them (``files``: name ->
+    entry, written with them): one line per file missing or changed since, one for a meta.json that cannot be
+    read; [] where all match or nothing is recorded (older runs)."""
+    try:
+        files = json.loads(meta.read_text()).get("files") or {}
+    except (OSError, ValueError, AttributeError) as exc:
+        return [f"{paths.shown(meta)}: cannot be read ({type(exc).__name__})"]
+    out = []
+    for name, want in files.items():
+        path = meta.parent / name
+        if not path.is_file():
+            out.append(f"{paths.shown(path)}: missing (its step recorded {want.get('lines')} lines)")
+        elif entry(path)["sha256"] != want.get("sha256"):
+            have = entry(path)
+            out.append(
+                f"{paths.shown(path)}: {have['lines']} lines, {have['bytes']} bytes where its step wrote "
+                f"{want.get('lines')} lines, {want.get('bytes')} bytes (damaged or edited)"
+            )
+    return out
