@@ -120,7 +120,7 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
     for v in variants:  # never a table from samples that changed since their step wrote them
         found = manifest.recorded(paths.raw_dir(v.id, results) / "meta.json")
         if found:
-            raise manifest.Damaged(f"{found[0]}: run snakemake again, which runs its step again")
+            raise manifest.Damaged(manifest.first(found, "run snakemake again, which runs its step again"))
     out.mkdir(parents=True, exist_ok=True)
     samples = pd.concat(
         [pd.read_csv(paths.raw_dir(v.id, results) / "samples.csv") for v in variants], ignore_index=True
@@ -139,7 +139,8 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         resources.append({**_with_occupancy(res, v, gpu), "variant": v.id, "family": v.family})
         precision = loops.tensor_core_ops(ptx, sass)
         loop_rows.append({**loop, **precision, "variant": v.id, "family": v.family, "defines": v.defines_text()})
-    one_kind({v.id: _json(paths.raw_dir(v.id, results) / "meta.json") for v in variants})
+    metas = {v.id: _json(paths.raw_dir(v.id, results) / "meta.json") for v in variants}
+    one_kind(metas)
     summary = summarise(samples)
     loop_table = with_columns(pd.DataFrame(loop_rows), LOOP_COLUMNS)
     gpus = [v.id for v in variants if v.on_gpu]
@@ -149,7 +150,7 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
         "summary": summary,
         "profiles": profiles,
         "resources": with_columns(pd.DataFrame(resources), RESOURCE_COLUMNS),
-        "variants": pd.DataFrame([_variant_row(v, results) for v in variants]),
+        "variants": pd.DataFrame([_variant_row(v, metas[v.id]) for v in variants]),
         "loops": loop_table,
         "estimate": _estimates(loop_table, gpu),
         "ladder": rates.ladder(summary, _families(variants), rates.LADDER_SIZE),
@@ -252,8 +253,7 @@ def one_kind(metas: dict[str, dict]) -> None:
         )
 
 
-def _variant_row(v: Variant, results: Path) -> dict:
-    meta = _json(paths.raw_dir(v.id, results) / "meta.json")
+def _variant_row(v: Variant, meta: dict) -> dict:
     return {
         "variant": v.id,
         "family": v.family,

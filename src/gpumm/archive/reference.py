@@ -66,12 +66,8 @@ def check(archive: Path) -> None:
     """Raise ArchiveError (one line naming the first file) where a file differs from the archive's manifest."""
     found = manifest.problems(archive, archive / MANIFEST)
     if found:
-        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        where = paths.shown(archive)
-        raise ArchiveError(
-            f"archive {archive.name}: {found[0]}{more}: restore it (git checkout -- {where}) "
-            "or replay another archive (replay_from)"
-        )
+        remedy = f"restore it (git checkout -- {paths.shown(archive)}) or replay another archive (replay_from)"
+        raise ArchiveError(f"archive {archive.name}: {manifest.first(found, remedy)}")
 
 
 def complete(archive: Path) -> bool:

@@ -26,9 +26,8 @@ def _plan(text: str) -> dict:
         raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
     if not isinstance(given, dict):
         raise argparse.ArgumentTypeError("not allowed: the config's coalescing section, a JSON object")
-    props = config.schema()["properties"]["coalescing"]["properties"]
-    plan = {k: v["default"] for k, v in props.items()} | given
-    problem = config.explain({"variants": {"naive": {}}, "sizes": [1], "coalescing": plan})
+    plan = config.defaults("coalescing") | given
+    problem = config.explain_sections(coalescing=plan)
     if problem:
         raise argparse.ArgumentTypeError(problem.replace("config: coalescing.", "", 1))
     return plan

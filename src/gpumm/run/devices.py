@@ -71,7 +71,7 @@ def from_env() -> list[dict]:
 
 
 def _claim_path(device: dict):
-    return gpulock.lock_dir() / f"claim-{gpulock.lock_path(str(device.get('uuid') or device.get('index'))).name}"
+    return gpulock.lock_path(str(device.get("uuid") or device.get("index")), kind="claim")
 
 
 @contextlib.contextmanager

@@ -42,9 +42,11 @@ def lock_dir() -> Path:
     return d
 
 
-def lock_path(key: str) -> Path:
+def lock_path(key: str, kind: str = "gpu") -> Path:
+    """The lock file of GPU ``key``: ``gpu-<key>.lock`` for timing on it, ``claim-<key>.lock`` for a job's claim
+    on it (gpumm.run.devices)."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in key)
-    return lock_dir() / f"gpu-{safe}.lock"
+    return lock_dir() / f"{kind}-{safe}.lock"
 
 
 def _holder(fd: int) -> str:

@@ -74,13 +74,12 @@ def checked(given: dict | str | None) -> dict:
     for key in MEASURE_KEYS:
         default = sch[key].get("default")
         if isinstance(default, dict) or sch[key].get("type") == "object":
-            props = sch[key].get("properties", {})
-            out[key] = {k: v["default"] for k, v in props.items() if "default" in v} | dict(given.get(key) or {})
+            out[key] = setup_config.defaults(key) | dict(given.get(key) or {})
         else:
             out[key] = given.get(key, default)
     out["memory_modes"] = out["memory_modes"] or ["device"]
     shapes = given.get("shapes", [])
-    problem = setup_config.explain({"variants": {"naive": {}}, "sizes": [1], "shapes": shapes, **out})
+    problem = setup_config.explain_sections(shapes=shapes, **out)
     if problem:
         raise setup_config.ConfigError(problem.replace("config: ", "settings: ", 1))
     out["timing"] = setup_config.timing_settings(out["timing"])

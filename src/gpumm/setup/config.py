@@ -264,6 +264,18 @@ def names_in(selection, variant) -> bool:
     return selection == "all" or variant.id in selection or variant.family in selection
 
 
+def defaults(section: str) -> dict:
+    """The schema's defaults of the keys of a config section (timing, coalescing, verify, ...)."""
+    props = schema()["properties"][section].get("properties", {})
+    return {k: v["default"] for k, v in props.items() if "default" in v}
+
+
+def explain_sections(**sections) -> str | None:
+    """:func:`explain` for some sections of a config alone (a step's own settings), beside the keys the schema
+    requires of a whole config."""
+    return explain({"variants": {"naive": {}}, "sizes": [1], **sections})
+
+
 def timing_settings(given: dict | str | None = None) -> dict:
     """The ``timing`` section: the schema's defaults, overridden by ``given`` (a mapping or its JSON), checked
     against the schema (ConfigError naming the key)."""
@@ -272,10 +284,8 @@ def timing_settings(given: dict | str | None = None) -> dict:
             given = json.loads(given) if given.strip() else {}
         except json.JSONDecodeError as exc:
             raise ConfigError(f"timing: not JSON ({exc})") from None
-    sch = schema()["properties"]["timing"]
-    out = {k: v["default"] for k, v in sch["properties"].items()}
-    out.update(given or {})
-    problem = explain({"variants": {"naive": {}}, "sizes": [1], "timing": out})
+    out = defaults("timing") | (given or {})
+    problem = explain_sections(timing=out)
     if problem:
         raise ConfigError(problem)
     if out["min_samples"] > out["max_samples"]:

@@ -49,9 +49,24 @@ def read(manifest: Path) -> dict:
         raise ValueError(f"{paths.shown(manifest)}: not a readable manifest ({type(exc).__name__}: {exc})") from None
 
 
-def problems(folder: Path, manifest: Path | None = None, only: set[str] | None = None) -> list[str]:
-    """One line for each file of the manifest that is missing or differs from what was written (``only``: those
-    paths alone); the manifest's own fault as one line; [] where all match (or there is no manifest)."""
+def _difference(path: Path, want: dict, by_step: bool = False) -> str | None:
+    """One line where ``path`` is missing or differs from its record ``want`` (an :func:`entry`), else None;
+    ``by_step``: the record is a step's own (its meta.json), not a folder's manifest."""
+    shown = paths.shown(path)
+    if not path.is_file():
+        who = "its step recorded" if by_step else "the manifest records"
+        return f"{shown}: missing ({who} {want.get('lines')} lines)"
+    have = entry(path)
+    if have["sha256"] == want.get("sha256"):
+        return None
+    lines, size = want.get("lines"), want.get("bytes")
+    was = f"its step wrote {lines} lines, {size} bytes" if by_step else f"{lines} lines, {size} bytes were written"
+    return f"{shown}: {have['lines']} lines, {have['bytes']} bytes where {was} (damaged or edited)"
+
+
+def problems(folder: Path, manifest: Path | None = None) -> list[str]:
+    """One line for each file of the manifest that is missing or differs from what was written; the manifest's
+    own fault as one line; [] where all match (or there is no manifest)."""
     manifest = manifest or folder / NAME
     if not manifest.exists():
         return []
@@ -59,22 +74,7 @@ def problems(folder: Path, manifest: Path | None = None, only: set[str] | None =
         files = read(manifest)
     except ValueError as exc:
         return [str(exc)]
-    out = []
-    for rel, want in files.items():
-        if only is not None and rel not in only:
-            continue
-        path = folder / rel
-        shown = paths.shown(path)
-        if not path.is_file():
-            out.append(f"{shown}: missing (the manifest records {want.get('lines')} lines)")
-            continue
-        have = entry(path)
-        if have["sha256"] != want.get("sha256"):
-            out.append(
-                f"{shown}: {have['lines']} lines, {have['bytes']} bytes where {want.get('lines')} lines, "
-                f"{want.get('bytes')} bytes were written (damaged or edited)"
-            )
-    return out
+    return [line for rel, want in files.items() if (line := _difference(folder / rel, want))]
 
 
 def check(path: Path, manifest: Path) -> str | None:
@@ -83,10 +83,19 @@ def check(path: Path, manifest: Path) -> str | None:
         return None
     try:
         rel = path.resolve().relative_to(manifest.parent.resolve()).as_posix()
-    except ValueError:
+    except ValueError:  # outside the manifest's folder
         return None
-    found = problems(manifest.parent, manifest, only={rel})
-    return found[0] if found else None
+    try:
+        want = read(manifest).get(rel)
+    except ValueError as exc:  # a manifest that cannot be read
+        return str(exc)
+    return _difference(path, want) if want is not None else None
+
+
+def first(found: list[str], remedy: str) -> str:
+    """The first of ``found``, how many more, and ``remedy``: the one line a damaged result is reported in."""
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return f"{found[0]}{more}: {remedy}"
 
 
 class Damaged(ValueError):
@@ -97,8 +106,7 @@ def require(folder: Path, remedy: str, manifest: Path | None = None) -> None:
     """Raise Damaged (the first problem, how many more, and ``remedy``) unless every file of the manifest matches."""
     found = problems(folder, manifest)
     if found:
-        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        raise Damaged(f"{found[0]}{more}: {remedy}")
+        raise Damaged(first(found, remedy))
 
 
 def recorded(meta: Path) -> list[str]:
@@ -109,15 +117,4 @@ def recorded(meta: Path) -> list[str]:
         files = json.loads(meta.read_text()).get("files") or {}
     except (OSError, ValueError, AttributeError) as exc:
         return [f"{paths.shown(meta)}: cannot be read ({type(exc).__name__})"]
-    out = []
-    for name, want in files.items():
-        path = meta.parent / name
-        if not path.is_file():
-            out.append(f"{paths.shown(path)}: missing (its step recorded {want.get('lines')} lines)")
-        elif entry(path)["sha256"] != want.get("sha256"):
-            have = entry(path)
-            out.append(
-                f"{paths.shown(path)}: {have['lines']} lines, {have['bytes']} bytes where its step wrote "
-                f"{want.get('lines')} lines, {want.get('bytes')} bytes (damaged or edited)"
-            )
-    return out
+    return [line for name, want in files.items() if (line := _difference(meta.parent / name, want, by_step=True))]
