@@ -21,7 +21,8 @@
 #                                            stopping rule against the fixed count (tools/sampling_check.py,
 #                                            with SAMPLING_CHECK=1), the GPU tests and compute-sanitizer runs of
 #                                            the rungs RACE_CHECK names (a pytest -k expression), and tars of the
-#                                            archive, the report and the logs into $OUT
+#                                            archive, the report and the logs into $OUT (the checks get
+#                                            what is left of the call's time, DEADLINE_S)
 #   tools/device_run.sh gpus [BUDGET_S] [ARCHIVE]  several GPUs (issue 21): the default study with every GPU
 #                                            (config gpus: auto), timed, each job's device from the worker
 #                                            logs, then every kernel median against the one-GPU archive
@@ -34,44 +35,58 @@
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD/src PATH=/tmp/site/bin:$PATH JUPYTER_PATH=/tmp/site/share/jupyter PYTHONUNBUFFERED=1
-mkdir -p "$OUT/log"
+# The lent machine returns at most 8 files from $OUT: every log goes to $LOG, packed into $OUT/log.tgz by
+# save_logs (after the long steps, and at the end); a call must end before the tool's 600 s limit, so each
+# check after the study gets at most what is left before DEADLINE_S (default 560 s from the start).
+LOG=/tmp/device-run/log
+mkdir -p "$LOG"
+started=$(date +%s)
+save_logs() { tar czf "$OUT/log.tgz" -C /tmp/device-run log; }
+trap save_logs EXIT
+# seconds left before the deadline, at most $1 (at least 1)
+left() {
+  local rest=$(( ${DEADLINE_S:-560} - ($(date +%s) - started) ))
+  [ "$rest" -gt "$1" ] && rest=$1
+  [ "$rest" -lt 1 ] && rest=1
+  echo "$rest"
+}
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
   which ncu nvcc python3 cuobjdump cc; python3 -c 'import cupy; print("cupy", cupy.__version__)'
-} 2>&1 | tee -a "$OUT/log/env.txt"
+} 2>&1 | tee -a "$LOG/env.txt"
 # the whole default study from a tree with nothing built, timed from the command line to its exit; sets rc
 whole_study() {
   rm -rf results .snakemake
   local t0 t1
   t0=$(date +%s.%N)
-  timeout "$budget" python3 -m snakemake --cores all 2>&1 | tee "$OUT/log/$1.txt" \
+  timeout "$budget" python3 -m snakemake --cores all 2>&1 | tee "$LOG/$1.txt" \
     | grep -E "gpumm:|of .* steps|rror|FAILED" | tail -25
   rc=${PIPESTATUS[0]}
   t1=$(date +%s.%N)
   echo "$1: snakemake --cores all exit $rc, $(python3 -c "print(round($t1 - $t0, 1))") s (command line to exit)" \
-    | tee -a "$OUT/log/times.txt"
-  cp results/run.json results/logs/gpu-worker.log "$OUT/log/" 2>/dev/null
+    | tee -a "$LOG/times.txt"
+  cp results/run.json results/logs/gpu-worker.log "$LOG/" 2>/dev/null
 }
 phase=${1:-pipeline}
 budget=${2:-500}
 case "$phase" in
 tests)
-  timeout "$budget" python3 -m pytest -m gpu -q -x tests/run/test_gpu.py 2>&1 | tee "$OUT/log/pytest-gpu.txt" | tail -15
+  timeout "$budget" python3 -m pytest -m gpu -q -x tests/run/test_gpu.py 2>&1 | tee "$LOG/pytest-gpu.txt" | tail -15
   ;;
 pipeline)
   t0=$(date +%s)
   # a run longer than one call of the lent machine stops here and goes on at the next call
   timeout "$budget" python3 -m snakemake --cores 1 --rerun-incomplete --keep-going 2>&1 \
-    | tee -a "$OUT/log/snakemake-1.txt" | grep -E "gpumm:|of .* steps|rror|FAILED"
+    | tee -a "$LOG/snakemake-1.txt" | grep -E "gpumm:|of .* steps|rror|FAILED"
   t1=$(date +%s)
-  echo "snakemake $((t1 - t0)) s" | tee -a "$OUT/log/times.txt"
+  echo "snakemake $((t1 - t0)) s" | tee -a "$LOG/times.txt"
   tar czf "$OUT/results.tgz" results/raw results/build results/logs results/tables 2>/dev/null
   python3 -m snakemake --cores 1 -n 2>&1 | grep -q "Nothing to be done" || { echo "NOT FINISHED: call again"; exit 3; }
-  python3 -m snakemake --cores 1 2>&1 | tee "$OUT/log/snakemake-2.txt" | tail -1
+  python3 -m snakemake --cores 1 2>&1 | tee "$LOG/snakemake-2.txt" | tail -1
   # An edit to one kernel must plan only that variant's jobs and what depends on them.
   cp kernels/matmul/naive.cu /tmp/naive.cu.bak
   echo "// edit check" >> kernels/matmul/naive.cu
-  python3 -m snakemake --cores 1 -n 2>&1 | tee "$OUT/log/snakemake-edit-dryrun.txt" | grep -A14 "^Job stats" | head -14
+  python3 -m snakemake --cores 1 -n 2>&1 | tee "$LOG/snakemake-edit-dryrun.txt" | grep -A14 "^Job stats" | head -14
   cp /tmp/naive.cu.bak kernels/matmul/naive.cu
   python3 -m gpumm archive
   python3 - <<'PY'
@@ -87,12 +102,12 @@ PY
 race)
   rungs="blocktile_1d or blocktile_2d or vectorized or warptile or double_buffer or swizzled or interior"
   [ -n "${RACE_ONLY_PIPELINE:-}" ] || timeout 120 python3 -m pytest -m gpu -q tests/run/test_gpu.py \
-    -k "($rungs) and (float64 or tensor_core)" 2>&1 | tee "$OUT/log/pytest-race.txt" | tail -6
+    -k "($rungs) and (float64 or tensor_core)" 2>&1 | tee "$LOG/pytest-race.txt" | tail -6
   t0=$(date +%s)
   timeout "$budget" python3 -m snakemake results/tables/summary.csv --cores 1 --configfile tools/race.yaml 2>&1 \
-    | tee "$OUT/log/snakemake-race.txt" | grep -E "gpumm:|of .* steps|rror"
-  echo "race pipeline $(( $(date +%s) - t0 )) s" | tee -a "$OUT/log/times.txt"
-  python3 - <<'PY' 2>&1 | tee "$OUT/log/ladder.txt"
+    | tee "$LOG/snakemake-race.txt" | grep -E "gpumm:|of .* steps|rror"
+  echo "race pipeline $(( $(date +%s) - t0 )) s" | tee -a "$LOG/times.txt"
+  python3 - <<'PY' 2>&1 | tee "$LOG/ladder.txt"
 import pandas as pd
 s = pd.read_csv("results/tables/summary.csv")
 k = s[(s.timed == "kernel") & (s.memory_mode == "device")].copy()
@@ -108,14 +123,14 @@ PY
   tar czf "$OUT/race.tgz" --exclude='*.ncu-rep' results/raw results/build results/logs results/tables
   [ -n "${RACE_ONLY_PIPELINE:-}" ] || for tool in memcheck racecheck; do
     timeout 70 compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q tests/run/test_gpu.py \
-      -k "($rungs) and float64 and (333x517x129 or 17x1x33)" 2>&1 | tee "$OUT/log/sanitize-race-$tool.txt" | tail -3
+      -k "($rungs) and float64 and (333x517x129 or 17x1x33)" 2>&1 | tee "$LOG/sanitize-race-$tool.txt" | tail -3
   done
   ;;
 study)
   name=${3:-}
   whole_study study
-  cp results/run/steps.jsonl "$OUT/log/" 2>/dev/null
-  python3 - <<'PY' 2>&1 | tee -a "$OUT/log/times.txt"
+  cp results/run/steps.jsonl "$LOG/" 2>/dev/null
+  python3 - <<'PY' 2>&1 | tee -a "$LOG/times.txt"
 import json
 r = json.load(open("results/run.json"))
 print({k: r[k] for k in ("wall_s", "gpu_busy_s", "gpu_busy_share", "steps", "failed_steps")})
@@ -127,25 +142,29 @@ PY
     python3 -m gpumm archive --name "$name"
     tar czf "$OUT/archive.tgz" "data/reference/$name"
   fi
-  [ -n "${SAMPLING_CHECK:-}" ] && timeout 120 python3 tools/sampling_check.py "$OUT/sampling-check.csv" 2>&1 | tail -25
-  if [ -n "${RACE_CHECK:-}" ]; then  # the new rungs: every test shape against float64, SASS, then the sanitizers
-    sel="(${RACE_CHECK})"
-    timeout 150 python3 -m pytest -m gpu -q tests/run/test_gpu.py -k "$sel and (float64 or tensor_core)" 2>&1 \
-      | tee "$OUT/log/pytest-race.txt" | tail -4
-    for tool in memcheck racecheck; do
-      timeout 90 compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q tests/run/test_gpu.py \
-        -k "$sel and float64 and (333x517x129 or 17x1x33)" 2>&1 | tee "$OUT/log/sanitize-race-$tool.txt" | tail -3
-    done
-  fi
+  # what the study made comes back before the checks, whatever they take
   tar czf "$OUT/report.tgz" results/report
   tar czf "$OUT/logs.tgz" results/logs results/run results/tables results/run.json results/raw/*/meta.json \
     results/raw/profile-session/*/ncu.log 2>/dev/null
+  save_logs
+  [ -n "${SAMPLING_CHECK:-}" ] && timeout "$(left 120)" python3 tools/sampling_check.py "$OUT/sampling-check.csv" \
+    2>&1 | tail -25
+  if [ -n "${RACE_CHECK:-}" ]; then  # the new rungs: every test shape against float64, SASS, then the sanitizers
+    sel="(${RACE_CHECK})"
+    timeout "$(left 150)" python3 -m pytest -m gpu -q tests/run/test_gpu.py -k "$sel and (float64 or tensor_core)" \
+      2>&1 | tee "$LOG/pytest-race.txt" | tail -4
+    for tool in memcheck racecheck; do
+      timeout "$(left 90)" compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q \
+        tests/run/test_gpu.py -k "$sel and float64 and (333x517x129 or 17x1x33)" 2>&1 \
+        | tee "$LOG/sanitize-race-$tool.txt" | tail -3
+    done
+  fi
   ;;
 gpus)
   ref=${3:-h200}
-  nvidia-smi -L | tee -a "$OUT/log/env.txt"
+  nvidia-smi -L | tee -a "$LOG/env.txt"
   whole_study study-gpus
-  python3 - "$ref" <<'PY' 2>&1 | tee "$OUT/log/gpus-compare.txt" | tail -30
+  python3 - "$ref" <<'PY' 2>&1 | tee "$LOG/gpus-compare.txt" | tail -30
 import json, subprocess, sys
 from pathlib import Path
 import pandas as pd
@@ -171,16 +190,16 @@ PY
 transposes)
   mkdir -p "$OUT/transpose"
   (cd tools/transpose && ./build.sh && OUT="$OUT/transpose" timeout "$budget" python3 run.py) 2>&1 \
-    | tee "$OUT/log/transpose-explore.txt" | tail -40
+    | tee "$LOG/transpose-explore.txt" | tail -40
   ;;
 sanitize)
   sel="transposes_and_copy_are_exact and (1023x1025 or 1x4097 or 4097x1)"
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q -x tests/run/test_gpu.py -k "$sel" \
-      2>&1 | tee "$OUT/log/sanitize-$tool.txt" | tail -4
+      2>&1 | tee "$LOG/sanitize-$tool.txt" | tail -4
   done
   compute-sanitizer --tool memcheck --error-exitcode 7 python3 -m pytest -m gpu -q -x tests/run/test_gpu.py \
-    -k memory_hierarchy 2>&1 | tee "$OUT/log/sanitize-hierarchy.txt" | tail -4
+    -k memory_hierarchy 2>&1 | tee "$LOG/sanitize-hierarchy.txt" | tail -4
   ;;
 parallel)
   for c in 1 8; do
@@ -189,11 +208,11 @@ parallel)
     tar --exclude=./results --exclude=./.whl --exclude=./.snakemake --exclude=./.venv -cf - . | tar xf - -C "$d"
     cp tools/parallel-check.yaml "$d/config.yaml"
     t0=$(date +%s)
-    (cd "$d" && python3 -m snakemake --cores $c results/tables/summary.csv > "$OUT/log/parallel-cores$c.txt" 2>&1)
+    (cd "$d" && python3 -m snakemake --cores $c results/tables/summary.csv > "$LOG/parallel-cores$c.txt" 2>&1)
     rc=$?
-    echo "cores $c: $(( $(date +%s) - t0 )) s, exit $rc" | tee -a "$OUT/log/times.txt"
+    echo "cores $c: $(( $(date +%s) - t0 )) s, exit $rc" | tee -a "$LOG/times.txt"
     mkdir -p "$OUT/parallel$c" && cp "$d/results/tables/summary.csv" "$OUT/parallel$c/"
   done
-  python3 tools/compare_runs.py "$OUT/parallel1/summary.csv" "$OUT/parallel8/summary.csv" | tee "$OUT/log/parallel-compare.txt" | tail -40
+  python3 tools/compare_runs.py "$OUT/parallel1/summary.csv" "$OUT/parallel8/summary.csv" | tee "$LOG/parallel-compare.txt" | tail -40
   ;;
 esac
