@@ -40,3 +40,8 @@ step("fill nan", lambda: a.fill(np.nan))
 step("astype f64 matmul", lambda: a.astype(cp.float64) @ a.astype(cp.float64))
 step("abs max rel err", lambda: float(cp.max(cp.abs(a.astype(cp.float64)) / cp.maximum(a, 1e-300))))
 step("float32 matmul (cuBLAS)", lambda: a @ a)
+for n in (16, 32, 64, 1024, 4096):
+    x = cp.ones((n, n), dtype=cp.float32)
+    step(f"count_nonzero(~isfinite) ({n}, {n})", lambda v: int(cp.count_nonzero(~cp.isfinite(v))), x)
+    step(f"max ({n}, {n})", lambda v: float(cp.max(v)), x)
+    step(f"count_nonzero(view !=) ({n}, {n})", lambda v: int(cp.count_nonzero(v.view(cp.uint32) != 0)), x)

@@ -7,7 +7,7 @@ while read name defs; do
   [ -z "$name" ] && continue
   src=explore.cu
   case "$name" in cat_*) base=${name#cat_}; dir=../../kernels/matmul; case "$base" in *__k?) dir=${base##*__}; esac; base=${base%%__*}; src=$dir/$base.cu; defs="$defs -Dmatmul_$base=matmul_explore";; esac
-  /usr/local/bin/nvcc -arch=sm_90 -cubin -O3 -I../../kernels/matmul -I. $defs -o cubins/$name.cubin $src -Xptxas -v < /dev/null 2>&1 \
+  "${NVCC:-nvcc}" -arch=sm_90 -cubin -O3 -I../../kernels/matmul -I. $defs -o cubins/$name.cubin $src -Xptxas -v < /dev/null 2>&1 \
     | grep -E "registers|spill" | tr '\n' ' ' | sed "s/^/$name: /"; echo
 done <<'LIST'
 g6_sx     -DBM=256 -DBN=128 -DBK=8 -DWM=64 -DWN=64 -DWNITER=4 -DTM=8 -DTN=4 -DSWZ=1 -DFAST=1

@@ -9,7 +9,7 @@ while read name defs; do
     cat_vec4) src=../../kernels/transpose/vec4.cu ;;
     *) src=explore.cu ;;
   esac
-  log=$(/usr/local/bin/nvcc -arch=sm_90 -cubin -O3 $defs -o "cubins/$name.cubin" "$src" -Xptxas -v < /dev/null 2>&1) \
+  log=$("${NVCC:-nvcc}" -arch=sm_90 -cubin -O3 $defs -o "cubins/$name.cubin" "$src" -Xptxas -v < /dev/null 2>&1) \
     || { echo "$name: nvcc failed"; echo "$log"; exit 1; }
   echo "$name: $(echo "$log" | grep -E "registers" | tr '\n' ' ')"
 done <<'LIST'
