@@ -22,7 +22,8 @@
 #                                            with SAMPLING_CHECK=1), the GPU tests and compute-sanitizer runs of
 #                                            the rungs RACE_CHECK names (a pytest -k expression), and tars of the
 #                                            archive, the report and the logs into $OUT (the checks get
-#                                            what is left of the call's time, DEADLINE_S)
+#                                            what is left of the call's time, DEADLINE_S; GPU_TESTS=1 adds
+#                                            every GPU test)
 #   tools/device_run.sh gpus [BUDGET_S] [ARCHIVE]  several GPUs (issue 21): the default study with every GPU
 #                                            (config gpus: auto), timed, each job's device from the worker
 #                                            logs, then every kernel median against the one-GPU archive
@@ -57,6 +58,9 @@ left() {
 # the whole default study from a tree with nothing built, timed from the command line to its exit; sets rc
 whole_study() {
   rm -rf results .snakemake
+  # nothing built includes CuPy's kernel cache: the run pays every compile a user's first run pays
+  CUPY_CACHE_DIR=$(mktemp -d)
+  export CUPY_CACHE_DIR
   local t0 t1
   t0=$(date +%s.%N)
   timeout "$budget" python3 -m snakemake --cores all 2>&1 | tee "$LOG/$1.txt" \
@@ -158,6 +162,9 @@ PY
         tests/run/test_gpu.py -k "$sel and float64 and (333x517x129 or 17x1x33)" 2>&1 \
         | tee "$LOG/sanitize-race-$tool.txt" | tail -3
     done
+  fi
+  if [ -n "${GPU_TESTS:-}" ]; then  # every GPU test, in what is left of the call
+    timeout "$(left 400)" python3 -m pytest -m gpu -q tests/run/test_gpu.py 2>&1 | tee "$LOG/pytest-gpu.txt" | tail -6
   fi
   ;;
 gpus)

@@ -509,3 +509,24 @@ def test_a_table_never_mixes_two_kinds_of_gpu():
     tables.one_kind({"naive": h200, "cublas": {"device": {**h200["device"], "uuid": "GPU-b"}}, "cpu_blas": {}})
     with pytest.raises(tables.MixedRun, match=r"2 kinds of GPU \(NVIDIA A100: 1 variants \(e\.g\. tiled_tile16\); "):
         tables.one_kind({"naive": h200, "tiled_tile16": {"device": {"name": "NVIDIA A100"}}})
+
+
+def _accelerators(env_value):
+    """CUPY_ACCELERATORS as a process that imports gpumm sees it (None: unset before)."""
+    env = {k: v for k, v in os.environ.items() if k != "CUPY_ACCELERATORS"}
+    if env_value is not None:
+        env["CUPY_ACCELERATORS"] = env_value
+    out = subprocess.run(
+        [sys.executable, "-c", "import os, gpumm; print(repr(os.environ['CUPY_ACCELERATORS']))"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def test_cupy_runs_without_cub_unless_the_user_asks_for_it():
+    # CUB's block reductions cost 4-5 s of NVRTC per size class at first use (issue 16, tools/cupy_startup.py)
+    assert _accelerators(None) == "''"
+    assert _accelerators("cub") == "'cub'"

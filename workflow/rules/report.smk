@@ -51,7 +51,7 @@ rule pages:
         "results/logs/pages.log",
     conda:
         ENV
-    threads: 4  # the pages in up to four kernels side by side (fewer with fewer cores)
+    threads: 8  # the pages in up to eight kernels side by side (fewer with fewer cores)
     params:
         pages=",".join(PAGE_NAMES),
     shell:
