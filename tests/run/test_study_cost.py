@@ -530,3 +530,87 @@ def test_cupy_runs_without_cub_unless_the_user_asks_for_it():
     # CUB's block reductions cost 4-5 s of NVRTC per size class at first use (issue 16, tools/cupy_startup.py)
     assert _accelerators(None) == "''"
     assert _accelerators("cub") == "'cub'"
+
+
+# ---------------------------------------------------------------- cold managed runs
+
+
+def test_a_cold_set_takes_at_most_cold_max_samples():
+    rule = measure.cold_rule_from({"min_samples": 5, "max_samples": 20, "cold_max_samples": 10})
+    assert (rule.min_samples, rule.max_samples) == (5, 10)
+    rule = measure.cold_rule_from({"min_samples": 5, "cold_max_samples": 3})
+    assert (rule.min_samples, rule.max_samples) == (3, 3)  # never a minimum above the maximum
+    plan = measure.Plan.from_config(config.timing_settings({}), shapes=[], modes=[], seed=0, cpu_max_mnk=0)
+    assert plan.cold_rule.max_samples == 10 and plan.rule.max_samples == 20  # the defaults, from the schema
+
+
+class _FakeRuntime:
+    """cupy.cuda.runtime's prefetch, recording its calls; refusing them when told to."""
+
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    def __init__(self, refuse: bool):
+        self.refuse, self.calls = refuse, []
+
+    def memPrefetchAsync(self, ptr, nbytes, device, stream):  # noqa: N802 (CUDA's name)
+        if self.refuse:
+            raise self.CUDARuntimeError("cudaErrorInvalidDevice: invalid device ordinal")
+        self.calls.append((ptr, nbytes, device, stream))
+
+
+def _fake_cupy(monkeypatch, refuse: bool):
+    import types
+
+    from gpumm.run import memory
+
+    runtime = _FakeRuntime(refuse)
+    synced = []
+    stream = types.SimpleNamespace(ptr=77, synchronize=lambda: synced.append(True))
+    cuda = types.SimpleNamespace(runtime=runtime, get_current_stream=lambda: stream)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(memory.ManagedMemory, "evict_refused", "")
+    return runtime, synced
+
+
+def _array(ptr, nbytes):
+    import types
+
+    return types.SimpleNamespace(data=types.SimpleNamespace(ptr=ptr), nbytes=nbytes)
+
+
+def test_a_cold_run_moves_the_managed_inputs_to_the_host_by_prefetch(monkeypatch):
+    from gpumm.run import memory
+
+    runtime, synced = _fake_cupy(monkeypatch, refuse=False)
+    written = []
+    monkeypatch.setattr(memory.ManagedMemory, "write_on_host", lambda self, a, h: written.append(a))
+    mode = memory.ManagedPrefetchMemory()
+    arrays = [_array(1000, 64), _array(2000, 128)]
+    mode.make_cold(arrays, lambda: pytest.fail("the host copies are not needed"))
+    assert runtime.calls == [(1000, 64, memory.CPU_DEVICE_ID, 77), (2000, 128, memory.CPU_DEVICE_ID, 77)]
+    assert synced == [True] and written == []  # waited for, and nothing written by the host
+
+
+def test_a_refused_prefetch_falls_back_to_host_writes_and_says_so_once(monkeypatch, capsys):
+    from gpumm.run import memory
+
+    runtime, _ = _fake_cupy(monkeypatch, refuse=True)
+    written = []
+    monkeypatch.setattr(memory.ManagedMemory, "write_on_host", lambda self, a, h: written.append((a, h)))
+    mode = memory.ManagedMemory()
+    arrays = [_array(1000, 64), _array(2000, 128)]
+    mode.make_cold(arrays, lambda: ["A", "B"])
+    mode.make_cold(arrays, lambda: ["A", "B"])
+    assert written == [(arrays[0], "A"), (arrays[1], "B")] * 2
+    assert "invalid device ordinal" in memory.ManagedMemory.evict_refused
+    assert capsys.readouterr().err.count("prefetch to the CPU refused") == 1
+    runtime.refuse = False
+    mode.make_cold(arrays, lambda: ["A", "B"])
+    assert runtime.calls == []  # refused once: not tried again in this process
+
+
+def test_device_memory_has_no_cold_runs_to_prepare():
+    from gpumm.run import memory
+
+    assert "cold" not in memory.get("device").info.timed and "cold" in memory.get("managed").info.timed
