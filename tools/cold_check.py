@@ -54,3 +54,7 @@ s = g.ms.median().to_frame("median_ms")
 s["iqr_pct"] = 100 * (g.ms.quantile(0.75) - g.ms.quantile(0.25)) / s.median_ms
 s["reset_s"] = g.reset_s.median()
 print(s.round(3).to_string())
+# the gate the study's call uses: the two resets must leave the same cold state (medians within 15%)
+ratio = s.median_ms.xs("prefetch", level="reset") / s.median_ms.xs("write", level="reset")
+print("prefetch / write, cold medians:", ratio.round(3).to_dict())
+sys.exit(0 if ratio.between(0.85, 1.15).all() else 3)

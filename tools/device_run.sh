@@ -132,6 +132,10 @@ PY
   ;;
 study)
   name=${3:-}
+  if [ -n "${COLD_CHECK:-}" ]; then  # the cold managed reset, checked first: a study on a wrong one is not run
+    python3 tools/cold_check.py 2>&1 | tee "$LOG/cold-check.txt" | tail -12
+    [ "${PIPESTATUS[0]}" = 0 ] || { echo "cold check failed: no study"; exit 3; }
+  fi
   whole_study study
   cp results/run/steps.jsonl "$LOG/" 2>/dev/null
   python3 - <<'PY' 2>&1 | tee -a "$LOG/times.txt"
