@@ -544,33 +544,26 @@ def test_a_cold_set_takes_at_most_cold_max_samples():
     assert plan.cold_rule.max_samples == 10 and plan.rule.max_samples == 20  # the defaults, from the schema
 
 
-class _FakeRuntime:
-    """cupy.cuda.runtime's prefetch, recording its calls; refusing them when told to."""
-
-    class CUDARuntimeError(RuntimeError):
-        pass
-
-    def __init__(self, refuse: bool):
-        self.refuse, self.calls = refuse, []
-
-    def memPrefetchAsync(self, ptr, nbytes, device, stream):  # noqa: N802 (CUDA's name)
-        if self.refuse:
-            raise self.CUDARuntimeError("cudaErrorInvalidDevice: invalid device ordinal")
-        self.calls.append((ptr, nbytes, device, stream))
-
-
 def _fake_cupy(monkeypatch, refuse: bool):
+    """cupy's current stream, and memory.prefetch_to_host recording its calls (refusing them when told to)."""
     import types
 
     from gpumm.run import memory
 
-    runtime = _FakeRuntime(refuse)
-    synced = []
+    calls, synced = [], []
+    state = types.SimpleNamespace(refuse=refuse, calls=calls)
+
+    def prefetch(ptr, nbytes, stream):
+        if state.refuse:
+            raise memory.PrefetchRefused("cuMemPrefetchAsync to the CPU returned CUresult 101")
+        calls.append((ptr, nbytes, stream))
+
     stream = types.SimpleNamespace(ptr=77, synchronize=lambda: synced.append(True))
-    cuda = types.SimpleNamespace(runtime=runtime, get_current_stream=lambda: stream)
+    cuda = types.SimpleNamespace(get_current_stream=lambda: stream)
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(memory, "prefetch_to_host", prefetch)
     monkeypatch.setattr(memory.ManagedMemory, "evict_refused", "")
-    return runtime, synced
+    return state, synced
 
 
 def _array(ptr, nbytes):
@@ -588,7 +581,7 @@ def test_a_cold_run_moves_the_managed_inputs_to_the_host_by_prefetch(monkeypatch
     mode = memory.ManagedPrefetchMemory()
     arrays = [_array(1000, 64), _array(2000, 128)]
     mode.make_cold(arrays, lambda: pytest.fail("the host copies are not needed"))
-    assert runtime.calls == [(1000, 64, memory.CPU_DEVICE_ID, 77), (2000, 128, memory.CPU_DEVICE_ID, 77)]
+    assert runtime.calls == [(1000, 64, 77), (2000, 128, 77)]
     assert synced == [True] and written == []  # waited for, and nothing written by the host
 
 
@@ -603,7 +596,7 @@ def test_a_refused_prefetch_falls_back_to_host_writes_and_says_so_once(monkeypat
     mode.make_cold(arrays, lambda: ["A", "B"])
     mode.make_cold(arrays, lambda: ["A", "B"])
     assert written == [(arrays[0], "A"), (arrays[1], "B")] * 2
-    assert "invalid device ordinal" in memory.ManagedMemory.evict_refused
+    assert "CUresult 101" in memory.ManagedMemory.evict_refused
     assert capsys.readouterr().err.count("prefetch to the CPU refused") == 1
     runtime.refuse = False
     mode.make_cold(arrays, lambda: ["A", "B"])
@@ -614,3 +607,16 @@ def test_device_memory_has_no_cold_runs_to_prepare():
     from gpumm.run import memory
 
     assert "cold" not in memory.get("device").info.timed and "cold" in memory.get("managed").info.timed
+
+
+def test_without_a_driver_the_prefetch_is_refused_not_crashed(monkeypatch):
+    import ctypes
+
+    from gpumm.run import memory
+
+    def no_driver(name):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(ctypes, "CDLL", no_driver)
+    with pytest.raises(memory.PrefetchRefused, match="libcuda.so.1"):
+        memory.prefetch_to_host(1000, 64, 0)

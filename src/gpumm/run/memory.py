@@ -42,7 +42,7 @@ import numpy as np
 HOST_ALLOC_MAPPED = 2
 # free device memory a managed allocation must leave untouched
 MANAGED_HEADROOM_BYTES = 2 << 30
-# cudaCpuDeviceId (driver_types.h): the host as a prefetch destination
+# CU_DEVICE_CPU (cuda.h; cudaCpuDeviceId in the runtime): the host as a prefetch destination
 CPU_DEVICE_ID = -1
 
 
@@ -249,10 +249,10 @@ class ManagedMemory(MemoryMode):
             stream = cupy.cuda.get_current_stream()
             try:
                 for a in arrays:
-                    cupy.cuda.runtime.memPrefetchAsync(a.data.ptr, a.nbytes, CPU_DEVICE_ID, stream.ptr)
+                    prefetch_to_host(a.data.ptr, a.nbytes, stream.ptr)
                 stream.synchronize()
                 return
-            except cupy.cuda.runtime.CUDARuntimeError as exc:
+            except PrefetchRefused as exc:
                 ManagedMemory.evict_refused = str(exc)
                 print(
                     f"managed memory: prefetch to the CPU refused ({exc}); the host writes the inputs "
@@ -260,6 +260,25 @@ class ManagedMemory(MemoryMode):
                     file=sys.stderr,
                 )
         super().make_cold(arrays, hosts)
+
+
+class PrefetchRefused(RuntimeError):
+    """The driver would not prefetch managed memory to the host."""
+
+
+def prefetch_to_host(ptr: int, nbytes: int, stream: int) -> None:
+    """cuMemPrefetchAsync(ptr, nbytes, CU_DEVICE_CPU, stream), the driver API's first form, which every driver
+    since CUDA 8 exports: CuPy's runtime wrapper, built for CUDA 13's cudaMemLocation form, takes a device number
+    only and refuses the CPU's -1 (cudaErrorInvalidDevice, on an H100 with CuPy 14.2 and CUDA 13.0)."""
+    try:
+        fn = ctypes.CDLL("libcuda.so.1").cuMemPrefetchAsync
+    except (OSError, AttributeError) as exc:
+        raise PrefetchRefused(f"no cuMemPrefetchAsync in libcuda.so.1 ({exc})") from None
+    fn.argtypes = [ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    rc = fn(ptr, nbytes, CPU_DEVICE_ID, stream or None)
+    if rc:
+        raise PrefetchRefused(f"cuMemPrefetchAsync to the CPU returned CUresult {rc}")
 
 
 class ManagedPrefetchMemory(ManagedMemory):
