@@ -2,6 +2,10 @@
 //   SWZ=1  A stored transposed with an XOR swizzle (conflict-free stores)
 //   FRAG=1 fragments of step k+1 loaded from shared memory before the FFMAs of step k
 //   FAST=1 blocks wholly inside C (and K % BK == 0, vec) fetch without bounds checks
+//   ORDER  the order of a step's FFMAs (what ptxas sees first; it allocates the registers, and an FFMA whose
+//          operands share a register bank waits: the "dispatch stall" that interior has 0.32 of per issue
+//          against cuBLAS's 0.10): 0 rows then columns, 1 serpentine (every other row backwards),
+//          2 columns then rows, 3 2x2 blocks, 4 serpentine columns then rows
 #include "tile_io.cuh"
 
 #ifndef BM
@@ -45,6 +49,9 @@
 #endif
 #ifndef MINB
 #define MINB 1
+#endif
+#ifndef ORDER
+#define ORDER 0
 #endif
 #define NT (32 * (BM / WM) * (BN / WN))
 #define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
@@ -153,6 +160,51 @@ __device__ __forceinline__ void load_frags(const float *As, const float *Bs, con
     }
 }
 
+// acc += a b^T for one step, the FFMAs in the order ORDER names
+__device__ __forceinline__ void ffmas(const float *a, const float *b, float (&acc)[WMITER * TM][WNITER * TN])
+{
+    constexpr int NI = WMITER * TM, NJ = WNITER * TN;
+#if ORDER == 0
+#pragma unroll
+    for (int i = 0; i < NI; ++i)
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+            acc[i][j] += a[i] * b[j];
+#elif ORDER == 1
+#pragma unroll
+    for (int i = 0; i < NI; ++i)
+#pragma unroll
+        for (int jj = 0; jj < NJ; ++jj) {
+            const int j = (i & 1) ? NJ - 1 - jj : jj;
+            acc[i][j] += a[i] * b[j];
+        }
+#elif ORDER == 2
+#pragma unroll
+    for (int j = 0; j < NJ; ++j)
+#pragma unroll
+        for (int i = 0; i < NI; ++i)
+            acc[i][j] += a[i] * b[j];
+#elif ORDER == 3
+#pragma unroll
+    for (int i = 0; i < NI; i += 2)
+#pragma unroll
+        for (int j = 0; j < NJ; j += 2) {
+            acc[i][j] += a[i] * b[j];
+            acc[i][j + 1] += a[i] * b[j + 1];
+            acc[i + 1][j + 1] += a[i + 1] * b[j + 1];
+            acc[i + 1][j] += a[i + 1] * b[j];
+        }
+#else
+#pragma unroll
+    for (int j = 0; j < NJ; ++j)
+#pragma unroll
+        for (int ii = 0; ii < NI; ++ii) {
+            const int i = (j & 1) ? NI - 1 - ii : ii;
+            acc[i][j] += a[i] * b[j];
+        }
+#endif
+}
+
 __device__ __forceinline__ void product(const float *As, const float *Bs, const WarpPos &w,
                                         float (&acc)[WMITER * TM][WNITER * TN])
 {
@@ -164,26 +216,14 @@ __device__ __forceinline__ void product(const float *As, const float *Bs, const 
         if (k + 1 < BK) {
             load_frags(As, Bs, w, k + 1, a[(k + 1) & 1], b[(k + 1) & 1]);
         }
-#pragma unroll
-        for (int i = 0; i < WMITER * TM; ++i) {
-#pragma unroll
-            for (int j = 0; j < WNITER * TN; ++j) {
-                acc[i][j] += a[k & 1][i] * b[k & 1][j];
-            }
-        }
+        ffmas(a[k & 1], b[k & 1], acc);
     }
 #else
     float a[WMITER * TM], b[WNITER * TN];
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
         load_frags(As, Bs, w, k, a, b);
-#pragma unroll
-        for (int i = 0; i < WMITER * TM; ++i) {
-#pragma unroll
-            for (int j = 0; j < WNITER * TN; ++j) {
-                acc[i][j] += a[i] * b[j];
-            }
-        }
+        ffmas(a, b, acc);
     }
 #endif
 }
