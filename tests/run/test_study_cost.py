@@ -618,5 +618,29 @@ def test_without_a_driver_the_prefetch_is_refused_not_crashed(monkeypatch):
         raise OSError(f"{name}: cannot open shared object file")
 
     monkeypatch.setattr(ctypes, "CDLL", no_driver)
+    memory._driver_prefetch.cache_clear()  # looked up once per process: look again under the missing driver
     with pytest.raises(memory.PrefetchRefused, match="libcuda.so.1"):
         memory.prefetch_to_host(1000, 64, 0)
+
+
+def test_the_driver_s_prefetch_is_looked_up_once(monkeypatch):
+    import ctypes
+    import types
+
+    from gpumm.run import memory
+
+    opened, calls = [], []
+
+    def driver(name):
+        opened.append(name)
+        return types.SimpleNamespace(cuMemPrefetchAsync=lambda *args: calls.append(args) or 0)
+
+    monkeypatch.setattr(ctypes, "CDLL", driver)
+    memory._driver_prefetch.cache_clear()
+    try:
+        for ptr in (1000, 2000, 3000):
+            memory.prefetch_to_host(ptr, 64, 77)
+    finally:
+        memory._driver_prefetch.cache_clear()
+    assert opened == ["libcuda.so.1"]
+    assert calls == [(p, 64, memory.CPU_DEVICE_ID, 77) for p in (1000, 2000, 3000)]

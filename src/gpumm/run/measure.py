@@ -55,7 +55,7 @@ class Plan:
     seed: int
     cpu_max_mnk: int
     rule: sampling.Rule = field(default_factory=sampling.Rule)  # when a timed set has enough samples
-    cold_rule: sampling.Rule = field(default_factory=lambda: cold_rule_from({}))  # when a cold set has
+    cold_rule: sampling.Rule = field(default_factory=lambda: cold_rule_from({}))  # the same, for a cold set
     warmup: timing.Warmup = field(default_factory=timing.Warmup)
     budget_s: float = 15.0  # longest one variant's timing at one shape may take (checks included)
     end_to_end_max_size: int = 2048  # GPU variants are also timed end to end up to this size

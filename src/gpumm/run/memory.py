@@ -33,6 +33,7 @@ the prefetch to the CPU is refused, the host writes them again, as before.
 """
 
 import ctypes
+import functools
 import sys
 from dataclasses import dataclass
 
@@ -266,17 +267,23 @@ class PrefetchRefused(RuntimeError):
     """The driver would not prefetch managed memory to the host."""
 
 
-def prefetch_to_host(ptr: int, nbytes: int, stream: int) -> None:
-    """cuMemPrefetchAsync(ptr, nbytes, CU_DEVICE_CPU, stream), the driver API's first form, which every driver
-    since CUDA 8 exports: CuPy's runtime wrapper, built for CUDA 13's cudaMemLocation form, takes a device number
-    only and refuses the CPU's -1 (cudaErrorInvalidDevice, on an H100 with CuPy 14.2 and CUDA 13.0)."""
+@functools.cache
+def _driver_prefetch():
+    """libcuda's cuMemPrefetchAsync, looked up and typed once per process (a cold set calls it for every run)."""
     try:
         fn = ctypes.CDLL("libcuda.so.1").cuMemPrefetchAsync
     except (OSError, AttributeError) as exc:
         raise PrefetchRefused(f"no cuMemPrefetchAsync in libcuda.so.1 ({exc})") from None
     fn.argtypes = [ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
     fn.restype = ctypes.c_int
-    rc = fn(ptr, nbytes, CPU_DEVICE_ID, stream or None)
+    return fn
+
+
+def prefetch_to_host(ptr: int, nbytes: int, stream: int) -> None:
+    """cuMemPrefetchAsync(ptr, nbytes, CU_DEVICE_CPU, stream), the driver API's first form, which every driver
+    since CUDA 8 exports: CuPy's runtime wrapper, built for CUDA 13's cudaMemLocation form, takes a device number
+    only and refuses the CPU's -1 (cudaErrorInvalidDevice, on an H100 with CuPy 14.2 and CUDA 13.0)."""
+    rc = _driver_prefetch()(ptr, nbytes, CPU_DEVICE_ID, stream or None)
     if rc:
         raise PrefetchRefused(f"cuMemPrefetchAsync to the CPU returned CUresult {rc}")
 
