@@ -55,6 +55,23 @@ left() {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
   which ncu nvcc python3 cuobjdump cc; python3 -c 'import cupy; print("cupy", cupy.__version__)'
 } 2>&1 | tee -a "$LOG/env.txt"
+# the rungs SELECTION names (a pytest -k expression): their GPU tests at every test shape against float64 and
+# their SASS, within TIMEOUT_S seconds
+rung_tests() {  # SELECTION TIMEOUT_S
+  timeout "$2" python3 -m pytest -m gpu -q tests/run/test_gpu.py -k "($1) and (float64 or tensor_core)" 2>&1 \
+    | tee "$LOG/pytest-race.txt" | tail -6
+}
+# compute-sanitizer memcheck and racecheck on those rungs at two odd shapes, each tool within the seconds the
+# command after SELECTION prints (`echo 70`: fixed; `left 90`: what is left of the call, at most 90)
+rung_sanitizers() {  # SELECTION SECONDS-COMMAND...
+  local sel=$1 tool
+  shift
+  for tool in memcheck racecheck; do
+    timeout "$("$@")" compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q \
+      tests/run/test_gpu.py -k "($sel) and float64 and (333x517x129 or 17x1x33)" 2>&1 \
+      | tee "$LOG/sanitize-race-$tool.txt" | tail -3
+  done
+}
 # the whole default study from a tree with nothing built, timed from the command line to its exit; sets rc
 whole_study() {
   rm -rf results .snakemake
@@ -105,8 +122,7 @@ PY
   ;;
 race)
   rungs="blocktile_1d or blocktile_2d or vectorized or warptile or double_buffer or swizzled or interior"
-  [ -n "${RACE_ONLY_PIPELINE:-}" ] || timeout 120 python3 -m pytest -m gpu -q tests/run/test_gpu.py \
-    -k "($rungs) and (float64 or tensor_core)" 2>&1 | tee "$LOG/pytest-race.txt" | tail -6
+  [ -n "${RACE_ONLY_PIPELINE:-}" ] || rung_tests "$rungs" 120
   t0=$(date +%s)
   timeout "$budget" python3 -m snakemake results/tables/summary.csv --cores 1 --configfile tools/race.yaml 2>&1 \
     | tee "$LOG/snakemake-race.txt" | grep -E "gpumm:|of .* steps|rror"
@@ -125,10 +141,7 @@ print("SM clock min (MHz)\n", k.pivot_table(index="variant", columns="shape", va
 print(s[s.status != "ok"][["variant", "M", "N", "K", "status", "reason"]].to_string())
 PY
   tar czf "$OUT/race.tgz" --exclude='*.ncu-rep' results/raw results/build results/logs results/tables
-  [ -n "${RACE_ONLY_PIPELINE:-}" ] || for tool in memcheck racecheck; do
-    timeout 70 compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q tests/run/test_gpu.py \
-      -k "($rungs) and float64 and (333x517x129 or 17x1x33)" 2>&1 | tee "$LOG/sanitize-race-$tool.txt" | tail -3
-  done
+  [ -n "${RACE_ONLY_PIPELINE:-}" ] || rung_sanitizers "$rungs" echo 70
   ;;
 study)
   name=${3:-}
@@ -158,14 +171,8 @@ PY
   [ -n "${SAMPLING_CHECK:-}" ] && timeout "$(left 120)" python3 tools/sampling_check.py "$OUT/sampling-check.csv" \
     2>&1 | tail -25
   if [ -n "${RACE_CHECK:-}" ]; then  # the new rungs: every test shape against float64, SASS, then the sanitizers
-    sel="(${RACE_CHECK})"
-    timeout "$(left 150)" python3 -m pytest -m gpu -q tests/run/test_gpu.py -k "$sel and (float64 or tensor_core)" \
-      2>&1 | tee "$LOG/pytest-race.txt" | tail -4
-    for tool in memcheck racecheck; do
-      timeout "$(left 90)" compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q \
-        tests/run/test_gpu.py -k "$sel and float64 and (333x517x129 or 17x1x33)" 2>&1 \
-        | tee "$LOG/sanitize-race-$tool.txt" | tail -3
-    done
+    rung_tests "$RACE_CHECK" "$(left 150)"
+    rung_sanitizers "$RACE_CHECK" left 90
   fi
   if [ -n "${GPU_TESTS:-}" ]; then  # every GPU test, in what is left of the call
     timeout "$(left 400)" python3 -m pytest -m gpu -q tests/run/test_gpu.py 2>&1 | tee "$LOG/pytest-gpu.txt" | tail -6
