@@ -20,8 +20,9 @@ abstractions, and one more):
 
 What each mode times is in ``ModeInfo.timed``: ``kernel`` (the kernel alone;
 for zero_copy that is end to end), ``end_to_end`` (copies in, product, copy
-out), ``cold`` (the first run after the host wrote the data: page faults, or
-the prefetch) and ``warm`` (the runs after it: pages resident).
+out), ``cold`` (a run with the inputs' pages on the host, as the host's writes
+leave them: page faults, or the prefetch) and ``warm`` (the runs after it:
+pages resident).
 
 Before each cold run the inputs' pages go back to the host
 (:meth:`MemoryMode.make_cold`). Managed memory moves them there with
