@@ -27,10 +27,12 @@
 // with fetch() and store() as in tile_io.cuh: `swizzled` and `interior` run it with their own movers.
 template <class AT, class BT>
 __device__ __forceinline__ void double_buffered_product(const float *__restrict__ A, const float *__restrict__ B,
-                                                        int M, int N, int K, int row0, int col0, bool vec, int tid,
-                                                        const WarpPos &w, float (*As)[BK * BM], float (*Bs)[BK * BN],
+                                                        int M, int N, int K, const BlockPos &b,
+                                                        float (*As)[BK * BM], float (*Bs)[BK * BN],
                                                         float (&acc)[WMITER * TM][WNITER * TN])
 {
+    const int row0 = b.row0, col0 = b.col0, tid = b.tid;
+    const bool vec = b.vec;
     AT at;
     BT bt;
     at.fetch(A, M, K, row0, 0, vec, tid);
@@ -46,7 +48,7 @@ __device__ __forceinline__ void double_buffered_product(const float *__restrict_
             at.fetch(A, M, K, row0, t + BK, vec, tid);
             bt.fetch(B, N, K, t + BK, col0, vec, tid);
         }
-        warp_tile_product(As[cur], Bs[cur], w, acc);
+        warp_tile_product(As[cur], Bs[cur], b.w, acc);
         if (more) {
             // the other buffer was last read in the previous step, before that step's barrier
             at.store(As[cur ^ 1], tid);
@@ -65,21 +67,9 @@ extern "C" __global__ void __launch_bounds__(NT) matmul_double_buffer(const floa
     __shared__ __align__(16) float As[2][BK * BM];
     __shared__ __align__(16) float Bs[2][BK * BN];
 
-    const int tid = threadIdx.x;
-    const int row0 = blockIdx.y * BM;
-    const int col0 = blockIdx.x * BN;
-    const bool vec = vector_ok(A, B, C, N, K);
-    const WarpPos w = warp_pos(tid);
-
+    const BlockPos b = block_pos(A, B, C, N, K);
     float acc[WMITER * TM][WNITER * TN];
-#pragma unroll
-    for (int i = 0; i < WMITER * TM; ++i) {
-#pragma unroll
-        for (int j = 0; j < WNITER * TN; ++j) {
-            acc[i][j] = 0.0f;
-        }
-    }
-    double_buffered_product<ATile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, row0, col0, vec, tid, w, As, Bs,
-                                                                   acc);
-    warp_tile_store(C, M, N, row0, col0, w, acc, vec);
+    zero(acc);
+    double_buffered_product<ATile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, b, As, Bs, acc);
+    warp_tile_store(C, M, N, b, acc);
 }

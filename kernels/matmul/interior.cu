@@ -57,26 +57,13 @@ extern "C" __global__ void __launch_bounds__(NT, 1) matmul_interior(const float 
     __shared__ __align__(16) float As[2][BK * BM];
     __shared__ __align__(16) float Bs[2][BK * BN];
 
-    const int tid = threadIdx.x;
-    const int row0 = blockIdx.y * BM;
-    const int col0 = blockIdx.x * BN;
-    const bool vec = vector_ok(A, B, C, N, K);
-    const WarpPos w = warp_pos(tid);
-
+    const BlockPos b = block_pos(A, B, C, N, K);
     float acc[WMITER * TM][WNITER * TN];
-#pragma unroll
-    for (int i = 0; i < WMITER * TM; ++i) {
-#pragma unroll
-        for (int j = 0; j < WNITER * TN; ++j) {
-            acc[i][j] = 0.0f;
-        }
-    }
-    if (vec && row0 + BM <= M && col0 + BN <= N && K % BK == 0) {
-        double_buffered_product<AInteriorTile<BM, BK, NT>, BInteriorTile<BK, BN, NT>>(A, B, M, N, K, row0, col0, vec,
-                                                                                      tid, w, As, Bs, acc);
+    zero(acc);
+    if (b.vec && b.row0 + BM <= M && b.col0 + BN <= N && K % BK == 0) {
+        double_buffered_product<AInteriorTile<BM, BK, NT>, BInteriorTile<BK, BN, NT>>(A, B, M, N, K, b, As, Bs, acc);
     } else {
-        double_buffered_product<ASwizzledTile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, row0, col0, vec, tid, w,
-                                                                               As, Bs, acc);
+        double_buffered_product<ASwizzledTile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, b, As, Bs, acc);
     }
-    warp_tile_store(C, M, N, row0, col0, w, acc, vec);
+    warp_tile_store(C, M, N, b, acc);
 }

@@ -70,6 +70,31 @@ __device__ __forceinline__ WarpPos warp_pos(int tid)
     return {warp / (BN / WN), warp % (BN / WN), lane / (WSUBN / TN), lane % (WSUBN / TN)};
 }
 
+// Where a thread of a warp-tiled kernel works: the first row and column of its block's tile of C, whether the
+// matrices allow float4 accesses, and its warp's and lane's place. Every rung above this one starts with it.
+struct BlockPos {
+    int tid, row0, col0;
+    bool vec;
+    WarpPos w;
+};
+
+__device__ __forceinline__ BlockPos block_pos(const float *A, const float *B, const float *C, int N, int K)
+{
+    const int tid = threadIdx.x;
+    return {tid, (int)blockIdx.y * BM, (int)blockIdx.x * BN, vector_ok(A, B, C, N, K), warp_pos(tid)};
+}
+
+__device__ __forceinline__ void zero(float (&acc)[WMITER * TM][WNITER * TN])
+{
+#pragma unroll
+    for (int i = 0; i < WMITER * TM; ++i) {
+#pragma unroll
+        for (int j = 0; j < WNITER * TN; ++j) {
+            acc[i][j] = 0.0f;
+        }
+    }
+}
+
 // acc += the product of the BK-deep tiles in As (transposed) and Bs, for this thread's fragments
 __device__ __forceinline__ void warp_tile_product(const float *As, const float *Bs, const WarpPos &w,
                                                   float (&acc)[WMITER * TM][WNITER * TN])
@@ -105,9 +130,11 @@ __device__ __forceinline__ void warp_tile_product(const float *As, const float *
     }
 }
 
-__device__ __forceinline__ void warp_tile_store(float *C, int M, int N, int row0, int col0, const WarpPos &w,
-                                                const float (&acc)[WMITER * TM][WNITER * TN], bool vec)
+__device__ __forceinline__ void warp_tile_store(float *C, int M, int N, const BlockPos &b,
+                                                const float (&acc)[WMITER * TM][WNITER * TN])
 {
+    const int row0 = b.row0, col0 = b.col0;
+    const WarpPos &w = b.w;
 #pragma unroll
     for (int s = 0; s < WMITER; ++s) {
 #pragma unroll
@@ -119,7 +146,7 @@ __device__ __forceinline__ void warp_tile_store(float *C, int M, int N, int row0
                 for (int j = 0; j < TN; j += 4) {
                     const float *c = &acc[s * TM + i][u * TN + j];
                     const int col = col0 + w.wc * WN + u * WSUBN + w.tc * TN + j;
-                    store4(C, M, N, row, col, make_float4(c[0], c[1], c[2], c[3]), vec);
+                    store4(C, M, N, row, col, make_float4(c[0], c[1], c[2], c[3]), b.vec);
                 }
             }
         }
@@ -134,31 +161,20 @@ extern "C" __global__ void __launch_bounds__(NT) matmul_warptile(const float *__
     __shared__ __align__(16) float As[BK * BM];
     __shared__ __align__(16) float Bs[BK * BN];
 
-    const int tid = threadIdx.x;
-    const int row0 = blockIdx.y * BM;
-    const int col0 = blockIdx.x * BN;
-    const bool vec = vector_ok(A, B, C, N, K);
-    const WarpPos w = warp_pos(tid);
-
+    const BlockPos b = block_pos(A, B, C, N, K);
     float acc[WMITER * TM][WNITER * TN];
-#pragma unroll
-    for (int i = 0; i < WMITER * TM; ++i) {
-#pragma unroll
-        for (int j = 0; j < WNITER * TN; ++j) {
-            acc[i][j] = 0.0f;
-        }
-    }
+    zero(acc);
     ATile<BM, BK, NT> at;
     BTile<BK, BN, NT> bt;
 
     for (int t = 0; t < K; t += BK) {
-        at.fetch(A, M, K, row0, t, vec, tid);
-        bt.fetch(B, N, K, t, col0, vec, tid);
-        at.store(As, tid);
-        bt.store(Bs, tid);
+        at.fetch(A, M, K, b.row0, t, b.vec, b.tid);
+        bt.fetch(B, N, K, t, b.col0, b.vec, b.tid);
+        at.store(As, b.tid);
+        bt.store(Bs, b.tid);
         __syncthreads();
-        warp_tile_product(As, Bs, w, acc);
+        warp_tile_product(As, Bs, b.w, acc);
         __syncthreads();
     }
-    warp_tile_store(C, M, N, row0, col0, w, acc, vec);
+    warp_tile_store(C, M, N, b, acc);
 }
