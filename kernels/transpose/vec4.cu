@@ -10,38 +10,16 @@
 // The tile keeps the XOR swizzle, at the granularity of rows: element (r, c)
 // sits at column c ^ r. 16-byte accesses need 16-byte aligned rows, so when
 // M or N is not a multiple of 4 the kernel takes the scalar path of `swizzle`
-// for the whole launch (a run-time branch, uniform across the grid).
+// for the whole launch (a run-time branch, uniform across the grid;
+// scalar_tile.cuh).
 
-#define TILE 32
-
-__device__ __forceinline__ void scalar_tile(const float *__restrict__ in, float *__restrict__ out, int M, int N,
-                                            float (*tile)[TILE])
-{
-    // the 8 x 32 block as 256 threads: thread t moves column t % 32 of rows t / 32, t / 32 + 8, ...
-    const int t = threadIdx.y * blockDim.x + threadIdx.x;
-    const int tx = t % TILE, ty = t / TILE;
-    const int x = blockIdx.x * TILE + tx;
-    for (int r = ty; r < TILE; r += 8) {
-        const int y = blockIdx.y * TILE + r;
-        if (x < N && y < M) {
-            tile[r][tx ^ r] = in[(size_t)y * N + x];
-        }
-    }
-    __syncthreads();
-    const int ox = blockIdx.y * TILE + tx;
-    for (int c = ty; c < TILE; c += 8) {
-        const int oy = blockIdx.x * TILE + c;
-        if (ox < M && oy < N) {
-            out[(size_t)oy * M + ox] = tile[tx][c ^ tx];
-        }
-    }
-}
+#include "scalar_tile.cuh"
 
 extern "C" __global__ void transpose_vec4(const float *__restrict__ in, float *__restrict__ out, int M, int N)
 {
     __shared__ float tile[TILE][TILE];
     if ((M & 3) || (N & 3)) {
-        scalar_tile(in, out, M, N, tile);
+        scalar_tile(in, out, M, N, tile, blockIdx.y);
         return;
     }
     // blockDim = (8, 32): threadIdx.x picks 4 columns (a float4), threadIdx.y a row
