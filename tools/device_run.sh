@@ -31,6 +31,11 @@
 #   tools/device_run.sh transposes           the transpose exploration (tools/transpose: build.sh, run.py):
 #                                            candidates verified bit for bit, then timed at 8192 and 16384
 #                                            against cudaMemcpy device to device; results in $OUT/transpose
+#   tools/device_run.sh explore [BUDGET_S]   the race exploration (tools/race: run.py on the cubins build.sh
+#                                            made here, carried as tools/race/cubins): every candidate verified
+#                                            then timed against cuBLAS; results in $OUT/race; then the GPU tests
+#                                            and sanitizers of the catalog variants CHECK names (a pytest -k
+#                                            expression), if set
 #   tools/device_run.sh sanitize             compute-sanitizer memcheck and racecheck on the transposes
 #                                            (odd shapes) and the memory-hierarchy kernels
 set -uo pipefail
@@ -209,6 +214,19 @@ transposes)
   mkdir -p "$OUT/transpose"
   (cd tools/transpose && ./build.sh && OUT="$OUT/transpose" timeout "$budget" python3 run.py) 2>&1 \
     | tee "$LOG/transpose-explore.txt" | tail -40
+  ;;
+explore)
+  mkdir -p "$OUT/race"
+  (cd tools/race && OUT="$OUT/race" timeout "$budget" python3 run.py) 2>&1 | tee "$LOG/race-explore.txt" | tail -30
+  if [ -n "${CHECK:-}" ]; then
+    timeout "$(left 200)" python3 -m pytest -m gpu -q tests/run/test_gpu.py -k "$CHECK" 2>&1 \
+      | tee "$LOG/pytest-check.txt" | tail -4
+    for tool in memcheck racecheck; do
+      timeout "$(left 90)" compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q \
+        tests/run/test_gpu.py -k "($CHECK) and (333x517x129 or 17x1x33 or (transposes and (1x4097 or 1000x1000)))" 2>&1 \
+        | tee "$LOG/sanitize-check-$tool.txt" | tail -3
+    done
+  fi
   ;;
 sanitize)
   sel="transposes_and_copy_are_exact and (1023x1025 or 1x4097 or 4097x1)"

@@ -6,6 +6,12 @@
 //          operands share a register bank waits: the "dispatch stall" that interior has 0.32 of per issue
 //          against cuBLAS's 0.10): 0 rows then columns, 1 serpentine (every other row backwards),
 //          2 columns then rows, 3 2x2 blocks, 4 serpentine columns then rows
+//   ASYNC=S (with FAST) interior blocks fetch through cp.async into S shared stages (2 to 4), no staging registers:
+//          A element by element (4-byte copies: it is stored transposed, swizzled at k by XOR 4k), B by 16 bytes;
+//          one __syncthreads per tile; the edge blocks keep the register double buffer
+//   ALAYOUT=1 (with FAST) interior blocks keep A's tile as rows (m, k), each padded to BK + 4 floats, and fetch it
+//          by 16 bytes (cp.async with ASYNC, else through registers, STS.128); a thread's rows are interleaved
+//          (tr, tr + 8, ...) so that its LDS.128 of 4 k of one row are conflict-free; 4 k per fragment load
 #include "tile_io.cuh"
 
 #ifndef BM
@@ -53,6 +59,14 @@
 #ifndef ORDER
 #define ORDER 0
 #endif
+#ifndef ASYNC
+#define ASYNC 0
+#endif
+#define STAGES (ASYNC > 2 ? ASYNC : 2)
+#ifndef ALAYOUT
+#define ALAYOUT 0
+#endif
+#define BKP (BK + 4)
 #define NT (32 * (BM / WM) * (BN / WN))
 #define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
 #define WSUBM (WM / WMITER)
@@ -62,7 +76,9 @@ static_assert((WSUBM / TM) * (WSUBN / TN) == 32, "a warp sub-tile is 32 thread t
 
 __device__ __forceinline__ int swz(int k)
 {
-#if SWZ
+#if ASYNC
+    return (k & 7) << 2;  // the 8 k of a 4-byte copy's warp (4 rows x 8 k) land in 32 different banks
+#elif SWZ
     return ((k >> 2) % (BK / 4)) * (128 / BK);
 #else
     return 0;
@@ -102,11 +118,10 @@ struct ATileX {
         for (int p = 0; p < PER; ++p) {
             const int e = tid + p * NT;
             const int m = e / (BK / 4), k = (e % (BK / 4)) * 4;
-            const int ms = m ^ swz(k);  // the same swizzle for k .. k+3
-            As[(k + 0) * BM + ms] = r[p].x;
-            As[(k + 1) * BM + ms] = r[p].y;
-            As[(k + 2) * BM + ms] = r[p].z;
-            As[(k + 3) * BM + ms] = r[p].w;
+            As[(k + 0) * BM + (m ^ swz(k + 0))] = r[p].x;
+            As[(k + 1) * BM + (m ^ swz(k + 1))] = r[p].y;
+            As[(k + 2) * BM + (m ^ swz(k + 2))] = r[p].z;
+            As[(k + 3) * BM + (m ^ swz(k + 3))] = r[p].w;
         }
     }
 };
@@ -281,12 +296,219 @@ __device__ __forceinline__ void mainloop(const float *A, const float *B, int M, 
 #endif
 }
 
+#if ASYNC
+__device__ __forceinline__ void cp_async4(float *dst, const float *src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)), "l"(src));
+}
+__device__ __forceinline__ void cp_async16(float *dst, const float *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// tile t of A (BM x BK, stored transposed and swizzled) and of B (BK x BN) into one stage, without registers
+__device__ __forceinline__ void fetch_async(const float *A, const float *B, int N, int K, int row0, int col0, int k0,
+                                            int tid, float *As, float *Bs)
+{
+#pragma unroll
+    for (int p = 0; p < BM * BK / NT; ++p) {
+        const int e = tid + p * NT;
+        const int m = e / BK, k = e % BK;  // a warp: 32 / BK rows, each BK consecutive floats
+        cp_async4(&As[k * BM + (m ^ swz(k))], A + (size_t)(row0 + m) * K + k0 + k);
+    }
+#pragma unroll
+    for (int p = 0; p < BK * BN / 4 / NT; ++p) {
+        const int e = tid + p * NT;
+        const int k = e / (BN / 4), n = (e % (BN / 4)) * 4;
+        cp_async16(&Bs[k * BN + n], B + (size_t)(k0 + k) * N + col0 + n);
+    }
+}
+
+__device__ __forceinline__ void mainloop_async(const float *A, const float *B, int N, int K, int row0, int col0,
+                                               int tid, const WarpPos &w, float (*As)[BK * BM],
+                                               float (*Bs)[BK * BN], float (&acc)[WMITER * TM][WNITER * TN])
+{
+    const int tiles = K / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) {
+            fetch_async(A, B, N, K, row0, col0, s * BK, tid, As[s], Bs[s]);
+        }
+        cp_async_commit();
+    }
+    for (int t = 0; t < tiles; ++t) {
+        cp_async_wait<STAGES - 2>();  // tile t has landed (this thread's copies) ...
+        __syncthreads();              // ... everyone's, and every warp is done with tile t - 1's stage
+        const int next = t + STAGES - 1;
+        if (next < tiles) {
+            fetch_async(A, B, N, K, row0, col0, next * BK, tid, As[next % STAGES], Bs[next % STAGES]);
+        }
+        cp_async_commit();
+        product(As[t % STAGES], Bs[t % STAGES], w, acc);
+    }
+}
+#endif
+
+#if ALAYOUT
+// the row of the block's tile that fragment i of sub-tile s of this lane covers (interleaved by lane row)
+__device__ __forceinline__ int row_of(const WarpPos &w, int s, int i)
+{
+    return w.wr * WM + s * WSUBM + w.tr + (WSUBM / TM) * i;
+}
+
+__device__ __forceinline__ void fetch_rows(const float *A, const float *B, int N, int K, int row0, int col0, int k0,
+                                           int tid, float *As, float *Bs, float4 (&ra)[BM * BK / 4 / NT],
+                                           float4 (&rb)[BK * BN / 4 / NT])
+{
+#pragma unroll
+    for (int p = 0; p < BM * BK / 4 / NT; ++p) {
+        const int e = tid + p * NT;
+        const int m = e / (BK / 4), q = (e % (BK / 4)) * 4;
+#if ASYNC
+        cp_async16(&As[m * BKP + q], A + (size_t)(row0 + m) * K + k0 + q);
+#else
+        ra[p] = *reinterpret_cast<const float4 *>(A + (size_t)(row0 + m) * K + k0 + q);
+#endif
+    }
+#pragma unroll
+    for (int p = 0; p < BK * BN / 4 / NT; ++p) {
+        const int e = tid + p * NT;
+        const int k = e / (BN / 4), n = (e % (BN / 4)) * 4;
+#if ASYNC
+        cp_async16(&Bs[k * BN + n], B + (size_t)(k0 + k) * N + col0 + n);
+#else
+        rb[p] = *reinterpret_cast<const float4 *>(B + (size_t)(k0 + k) * N + col0 + n);
+#endif
+    }
+}
+
+__device__ __forceinline__ void store_rows(int tid, float *As, float *Bs, const float4 (&ra)[BM * BK / 4 / NT],
+                                           const float4 (&rb)[BK * BN / 4 / NT])
+{
+#pragma unroll
+    for (int p = 0; p < BM * BK / 4 / NT; ++p) {
+        const int e = tid + p * NT;
+        *reinterpret_cast<float4 *>(&As[(e / (BK / 4)) * BKP + (e % (BK / 4)) * 4]) = ra[p];
+    }
+#pragma unroll
+    for (int p = 0; p < BK * BN / 4 / NT; ++p) {
+        const int e = tid + p * NT;
+        *reinterpret_cast<float4 *>(&Bs[(e / (BN / 4)) * BN + (e % (BN / 4)) * 4]) = rb[p];
+    }
+}
+
+__device__ __forceinline__ void product_rows(const float *As, const float *Bs, const WarpPos &w,
+                                             float (&acc)[WMITER * TM][WNITER * TN])
+{
+#pragma unroll
+    for (int q = 0; q < BK; q += 4) {
+        float4 a4[WMITER * TM];
+#pragma unroll
+        for (int s = 0; s < WMITER; ++s)
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+                a4[s * TM + i] = *reinterpret_cast<const float4 *>(&As[row_of(w, s, i) * BKP + q]);
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+            float a[WMITER * TM], b[WNITER * TN];
+#pragma unroll
+            for (int i = 0; i < WMITER * TM; ++i)
+                a[i] = kk == 0 ? a4[i].x : kk == 1 ? a4[i].y : kk == 2 ? a4[i].z : a4[i].w;
+#pragma unroll
+            for (int s = 0; s < WNITER; ++s) {
+#pragma unroll
+                for (int j = 0; j < TN; j += 4) {
+                    const float4 v =
+                        *reinterpret_cast<const float4 *>(&Bs[(q + kk) * BN + w.wc * WN + s * WSUBN + w.tc * TN + j]);
+                    b[s * TN + j] = v.x, b[s * TN + j + 1] = v.y, b[s * TN + j + 2] = v.z, b[s * TN + j + 3] = v.w;
+                }
+            }
+            ffmas(a, b, acc);
+        }
+    }
+}
+
+// the interior blocks' main loop with A as rows: STAGES shared stages through cp.async, or two through registers
+__device__ __forceinline__ void mainloop_rows(const float *A, const float *B, int N, int K, int row0, int col0,
+                                              int tid, const WarpPos &w, float *As, float *Bs,
+                                              float (&acc)[WMITER * TM][WNITER * TN])
+{
+    const int tiles = K / BK;
+    float4 ra[BM * BK / 4 / NT], rb[BK * BN / 4 / NT];
+#if ASYNC
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) {
+            fetch_rows(A, B, N, K, row0, col0, s * BK, tid, As + s * BM * BKP, Bs + s * BK * BN, ra, rb);
+        }
+        cp_async_commit();
+    }
+    for (int t = 0; t < tiles; ++t) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        const int next = t + STAGES - 1;
+        if (next < tiles) {
+            const int st = next % STAGES;
+            fetch_rows(A, B, N, K, row0, col0, next * BK, tid, As + st * BM * BKP, Bs + st * BK * BN, ra, rb);
+        }
+        cp_async_commit();
+        product_rows(As + (t % STAGES) * BM * BKP, Bs + (t % STAGES) * BK * BN, w, acc);
+    }
+#else
+    fetch_rows(A, B, N, K, row0, col0, 0, tid, As, Bs, ra, rb);
+    store_rows(tid, As, Bs, ra, rb);
+    __syncthreads();
+    for (int t = 0; t < tiles; ++t) {
+        const int cur = t & 1;
+        if (t + 1 < tiles) {
+            fetch_rows(A, B, N, K, row0, col0, (t + 1) * BK, tid, As, Bs, ra, rb);
+        }
+        product_rows(As + cur * BM * BKP, Bs + cur * BK * BN, w, acc);
+        if (t + 1 < tiles) {
+            store_rows(tid, As + (cur ^ 1) * BM * BKP, Bs + (cur ^ 1) * BK * BN, ra, rb);
+        }
+        __syncthreads();
+    }
+#endif
+}
+
+__device__ __forceinline__ void store_c_rows(float *C, int N, int row0, int col0, const WarpPos &w,
+                                             const float (&acc)[WMITER * TM][WNITER * TN])
+{
+#pragma unroll
+    for (int s = 0; s < WMITER; ++s)
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int u = 0; u < WNITER; ++u)
+#pragma unroll
+                for (int j = 0; j < TN; j += 4) {
+                    const float *c = &acc[s * TM + i][u * TN + j];
+                    const int col = col0 + w.wc * WN + u * WSUBN + w.tc * TN + j;
+                    *reinterpret_cast<float4 *>(C + (size_t)(row0 + row_of(w, s, i)) * N + col) =
+                        make_float4(c[0], c[1], c[2], c[3]);
+                }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(NT, MINB) matmul_explore(const float *__restrict__ A,
                                                                      const float *__restrict__ B,
                                                                      float *__restrict__ C, int M, int N, int K)
 {
-    __shared__ __align__(16) float As[2][BK * BM];
-    __shared__ __align__(16) float Bs[2][BK * BN];
+#if ALAYOUT
+    __shared__ __align__(16) float As_[STAGES * BM * BKP];
+    float(*As)[BK * BM] = reinterpret_cast<float(*)[BK * BM]>(As_);  // the edge path: BK * BM a stage
+#else
+    __shared__ __align__(16) float As[STAGES][BK * BM];
+#endif
+    __shared__ __align__(16) float Bs[STAGES][BK * BN];
     const int tid = threadIdx.x;
 #if RASTER
     // blocks in groups of RASTER block rows, column by column within a group: neighbours share tiles in the L2
@@ -314,7 +536,15 @@ extern "C" __global__ void __launch_bounds__(NT, MINB) matmul_explore(const floa
     mainloop<false>(A, B, M, N, K, row0, col0, vec, tid, w, As, Bs, acc);  // upper bound: no edge handling at all
 #elif FAST
     if (vec && row0 + BM <= M && col0 + BN <= N && K % BK == 0) {
+#if ALAYOUT
+        mainloop_rows(A, B, N, K, row0, col0, tid, w, As_, Bs[0], acc);
+        store_c_rows(C, N, row0, col0, w, acc);
+        return;
+#elif ASYNC
+        mainloop_async(A, B, N, K, row0, col0, tid, w, As, Bs, acc);
+#else
         mainloop<false>(A, B, M, N, K, row0, col0, vec, tid, w, As, Bs, acc);
+#endif
     } else {
         mainloop<true>(A, B, M, N, K, row0, col0, vec, tid, w, As, Bs, acc);
     }
