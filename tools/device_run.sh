@@ -33,7 +33,8 @@
 #                                            against cudaMemcpy device to device; results in $OUT/transpose
 #   tools/device_run.sh explore [BUDGET_S]   the race exploration (tools/race: run.py on the cubins build.sh
 #                                            made here, carried as tools/race/cubins): every candidate verified
-#                                            then timed against cuBLAS; results in $OUT/race; then the GPU tests
+#                                            then timed against cuBLAS (and trace.py on the trace_ builds: where
+#                                            a stream-K launch spends its time); results in $OUT/race; then the GPU tests
 #                                            and sanitizers of the catalog variants CHECK names (a pytest -k
 #                                            expression), if set
 #   tools/device_run.sh sanitize             compute-sanitizer memcheck and racecheck on the transposes
@@ -218,6 +219,9 @@ transposes)
 explore)
   mkdir -p "$OUT/race"
   (cd tools/race && OUT="$OUT/race" timeout "$budget" python3 run.py) 2>&1 | tee "$LOG/race-explore.txt" | tail -30
+  if ls tools/race/cubins/trace_*.cubin >/dev/null 2>&1; then  # stream-K's phases, stamped
+    (cd tools/race && OUT="$OUT/race" timeout 120 python3 trace.py) 2>&1 | tee "$LOG/race-trace.txt" | tail -40
+  fi
   if [ -n "${CHECK:-}" ]; then
     timeout "$(left 200)" python3 -m pytest -m gpu -q tests/run/test_gpu.py -k "$CHECK" 2>&1 \
       | tee "$LOG/pytest-check.txt" | tail -4

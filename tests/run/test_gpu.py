@@ -121,6 +121,33 @@ def test_an_unwritten_element_fails_verification(launchers):
     assert not check.ok and "NaN" in check.reason
 
 
+@pytest.mark.parametrize("shape", [(1023, 1025, 1024), (333, 517, 129), (3000, 2000, 777)], ids=str)
+def test_a_persistent_kernel_gives_the_same_bits_launch_after_launch(launchers, shape):
+    """streamk keeps a workspace and per-tile counters in its module from launch to launch: each completing block
+    resets its tile's counter and sums the partial tiles in k order, so later launches give the first's bits."""
+    import cupy
+
+    launcher = launchers["streamk"]
+    M, N, K = shape
+    d = dict(launcher.variant.defines)
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    tiles = -(-M // d["BM"]) * -(-N // d["BN"])
+    assert 0 < tiles % sms and (tiles % sms) * 100 <= sms * (100 - d["SK_IDLE_PCT"])  # the last wave is split
+    mode = memory.get("device")
+    A_h, B_h = measure.inputs(7, M, N, K)
+    A, B = mode.place(A_h), mode.place(B_h)
+    outs = []
+    for _ in range(3):
+        C = mode.empty((M, N))
+        C.fill(np.nan)
+        launcher.bind(A, B, C)()
+        cupy.cuda.Device().synchronize()
+        outs.append(cupy.asnumpy(C))
+    assert np.isfinite(outs[0]).all()
+    for out in outs[1:]:
+        assert np.array_equal(out, outs[0])
+
+
 @pytest.mark.parametrize("mode, kind", [("device", 2), ("zero_copy", 1), ("managed", 3), ("managed_prefetch", 3)])
 def test_each_mode_allocates_what_it_says(mode, kind):
     """cudaPointerGetAttributes: 2 device, 1 host (mapped: the device sees the same address), 3 managed."""

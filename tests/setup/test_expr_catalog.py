@@ -120,6 +120,21 @@ def test_a_tuning_search_expands_into_one_variant_per_candidate():
         catalog.from_id("interior")  # the family's name is not a build
 
 
+def test_a_grid_may_name_the_sm_count_and_nothing_else_may():
+    """A persistent kernel's grid is the GPU's SM count (SMS, given at launch); flops or a block naming it is an
+    error, and so is a launch that does not give it."""
+    v = catalog.from_id("streamk")
+    assert v.grid == ("SMS", "1")
+    assert v.grid_dims(4096, 4096, 4096, sms=132) == (132, 1, 1)
+    with pytest.raises(ValueError, match="SM count"):
+        v.grid_dims(4096, 4096, 4096)
+    assert catalog.from_id("naive").grid_dims(64, 64, 64) == catalog.from_id("naive").grid_dims(64, 64, 64, sms=132)
+    families = catalog.load()
+    families["streamk"]["flops"] = "2*M*N*K*SMS"
+    with pytest.raises(catalog.CatalogError, match=r"streamk.flops: unknown names \['SMS'\]"):
+        catalog._check_family("streamk", families["streamk"], families)
+
+
 def test_a_tuning_search_is_checked():
     families = catalog.load()
     families["interior"]["tune"]["bad"] = {"NOPE": 1}

@@ -17,7 +17,7 @@ from gpumm.analyse import rates
 
 SIZE = rates.LADDER_SIZE
 # the kernels compared; "family*": the fastest of a tuning search's candidates (family_key) in that run
-RATE_VARIANTS = ["naive", "unrolled", "double_buffer", "interior*", "cublas"]
+RATE_VARIANTS = ["naive", "unrolled", "double_buffer", "interior*", "streamk", "cublas"]
 COLUMNS = ["run", "gpu", "what", "value", "unit", "hardware", "method"]
 TRACKS = {"dram_gbs": "specified DRAM bandwidth", "fp32_tflops": "FP32 peak", "l2_mib": "L2"}
 

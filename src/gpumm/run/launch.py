@@ -79,7 +79,7 @@ class Launcher:
             return Bound(self._cpu(A, B, C))
         if kind == "cublas":
             return self._cublas(A, B, C)
-        grid, block = self.variant.grid_dims(M, N, K), self.variant.block_dims()
+        grid, block = self.variant.grid_dims(M, N, K, sms=_sm_count()), self.variant.block_dims()
         fn, ints = self._fn, (np.int32(M), np.int32(N), np.int32(K))
         if self._prep is None:
             args = (A, B, C, *ints)
@@ -135,6 +135,13 @@ class Launcher:
 
 
 _BLAS_LIMIT = None  # the thread limit in force, held for the process (one measurement job runs one variant)
+
+
+def _sm_count() -> int:
+    """The current GPU's SM count (a grid may name it: SMS in the catalog)."""
+    import cupy
+
+    return cupy.cuda.Device().attributes["MultiProcessorCount"]
 
 
 def _blas_threads(threads: int | None) -> None:

@@ -98,8 +98,15 @@ class Variant:
         x, y = (int(expr.evaluate(e, self.names())) for e in self.block)
         return (x, y, 1)
 
-    def grid_dims(self, M: int, N: int, K: int) -> tuple[int, int, int]:
-        x, y = (int(expr.evaluate(e, self.names(M, N, K))) for e in self.grid)
+    def grid_dims(self, M: int, N: int, K: int, sms: int | None = None) -> tuple[int, int, int]:
+        """The grid for an M x N x K launch; ``sms`` is the GPU's SM count, for a grid that names SMS (a
+        persistent kernel such as `streamk`: one block per SM)."""
+        names = self.names(M, N, K)
+        if any("SMS" in expr.names_in(e) for e in self.grid):
+            if not sms:
+                raise ValueError(f"{self.id}: its grid names SMS; give the GPU's SM count")
+            names["SMS"] = sms
+        x, y = (int(expr.evaluate(e, names)) for e in self.grid)
         return (x, y, 1)
 
     def work(self, M: int, N: int, K: int) -> tuple[float, float]:
@@ -219,8 +226,8 @@ def _check_family(name: str, fam: dict, families: dict) -> None:
     checks += [("prepare.block", prep.get("block", [])), ("prepare.grid", prep.get("grid", []))]
     for key, items in checks:
         for text in items:
-            try:
-                unknown = expr.names_in(text) - allowed
+            try:  # the grid may also name SMS, the GPU's SM count (given at launch)
+                unknown = expr.names_in(text) - allowed - ({"SMS"} if key == "grid" else set())
             except SyntaxError as exc:
                 raise CatalogError(f"catalog: {name}.{key}: cannot parse {text!r}") from exc
             if unknown:
