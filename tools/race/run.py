@@ -1,43 +1,17 @@
 """Exploration for issue 19, on the GPU: verify every candidate cubin (NaN-poisoned output, fresh random inputs,
-odd shapes too), then time them against cuBLAS at 4096 and 8192 in interleaved rounds; write results.csv."""
+odd shapes too), then time them against cuBLAS at 4096, 8192 and 16384 in interleaved rounds; write
+race-samples.csv and race-checks.csv."""
 
-import glob
 import json
 import os
 import subprocess
 
 import cupy as cp
-import numpy as np
 import pandas as pd
+from candidates import load
 
 OUT = os.environ.get("OUT", ".")
-DEF = {}
-for line in open("build.sh"):
-    parts = line.split()
-    if len(parts) > 1 and parts[1].startswith("-D"):
-        DEF[parts[0]] = {p[2:].split("=")[0]: int(p[2:].split("=")[1]) for p in parts[1:]}
-
-
-def geometry(d):
-    nt = 32 * (d["BM"] // d["WM"]) * (d["BN"] // d["WN"])
-    return nt, d["BM"], d["BN"]
-
-
-kernels = {}
-for path in sorted(glob.glob("cubins/*.cubin")):
-    name = os.path.basename(path)[:-6]
-    kernels[name] = (cp.RawModule(path=path).get_function("matmul_explore"), *geometry(DEF[name]))
-
-
-SMS = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
-
-
-def launch(name, A, B, C):
-    f, nt, bm, bn = kernels[name]
-    M, K = A.shape
-    N = B.shape[1]
-    grid = (SMS, 1) if "streamk" in name else ((N + bn - 1) // bn, (M + bm - 1) // bm)  # streamk: one block per SM
-    f(grid, (nt,), (A, B, C, np.int32(M), np.int32(N), np.int32(K)))
+kernels = load()
 
 
 def cublas(A, B, C):
@@ -55,7 +29,7 @@ for M, N, K in [(4096, 4096, 4096), (4097, 33, 4095), (1023, 1025, 1024), (1, 40
         if name.endswith("xx") and M != 4096:  # FAST=2: no edge handling, 4096 only
             continue
         C = cp.full((M, N), cp.nan, dtype=cp.float32)
-        (cublas if name == "cublas" else lambda a, b, c, name=name: launch(name, a, b, c))(A, B, C)
+        (cublas if name == "cublas" else kernels[name])(A, B, C)
         cp.cuda.Device().synchronize()
         err = float(cp.max(cp.abs(C - ref) / cp.maximum(scale, 1e-30)))
         ok = bool(cp.isfinite(C).all()) and err <= 4 * K * 2**-24
@@ -77,7 +51,7 @@ for n in (4096, 8192, 16384):
     B = rng.uniform(-1, 1, (n, n), dtype=cp.float32)
     C = cp.empty((n, n), dtype=cp.float32)
     names = [k for k in kernels if k not in bad] + ["cublas"]
-    run = {k: (lambda k=k, A=A, B=B, C=C: cublas(A, B, C) if k == "cublas" else launch(k, A, B, C)) for k in names}
+    run = {k: (lambda k=k, A=A, B=B, C=C: cublas(A, B, C) if k == "cublas" else kernels[k](A, B, C)) for k in names}
     for k in names:  # warm-up
         for _ in range(3):
             run[k]()
