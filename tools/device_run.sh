@@ -67,14 +67,16 @@ rung_tests() {  # SELECTION TIMEOUT_S
   timeout "$2" python3 -m pytest -m gpu -q tests/run/test_gpu.py -k "($1) and (float64 or tensor_core)" 2>&1 \
     | tee "$LOG/pytest-race.txt" | tail -6
 }
-# compute-sanitizer memcheck and racecheck on those rungs at two odd shapes, each tool within the seconds the
-# command after SELECTION prints (`echo 70`: fixed; `left 90`: what is left of the call, at most 90)
+# compute-sanitizer memcheck and racecheck on those rungs at two odd shapes (the tests SANITIZE_AT selects, a
+# pytest -k expression), each tool within the seconds the command after SELECTION prints (`echo 70`: fixed;
+# `left 90`: what is left of the call, at most 90)
+SANITIZE_AT="float64 and (333x517x129 or 17x1x33)"
 rung_sanitizers() {  # SELECTION SECONDS-COMMAND...
   local sel=$1 tool
   shift
   for tool in memcheck racecheck; do
     timeout "$("$@")" compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q \
-      tests/run/test_gpu.py -k "($sel) and float64 and (333x517x129 or 17x1x33)" 2>&1 \
+      tests/run/test_gpu.py -k "($sel) and ($SANITIZE_AT)" 2>&1 \
       | tee "$LOG/sanitize-race-$tool.txt" | tail -3
   done
 }
@@ -225,11 +227,8 @@ explore)
   if [ -n "${CHECK:-}" ]; then
     timeout "$(left 200)" python3 -m pytest -m gpu -q tests/run/test_gpu.py -k "$CHECK" 2>&1 \
       | tee "$LOG/pytest-check.txt" | tail -4
-    for tool in memcheck racecheck; do
-      timeout "$(left 90)" compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q \
-        tests/run/test_gpu.py -k "($CHECK) and (333x517x129 or 17x1x33 or (transposes and (1x4097 or 1000x1000)))" 2>&1 \
-        | tee "$LOG/sanitize-check-$tool.txt" | tail -3
-    done
+    # the rungs' odd shapes, and the transposes' (the scalar path and a partial tile)
+    SANITIZE_AT="$SANITIZE_AT or (transposes and (1x4097 or 1000x1000))" rung_sanitizers "$CHECK" left 90
   fi
   ;;
 sanitize)
