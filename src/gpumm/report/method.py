@@ -63,8 +63,8 @@ def timing(tables: dict) -> str:
         stops = sets["stop"].value_counts()
         counts = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in stops.items())
         sentence += (
-            f" Each set took at least {t['min_samples']} samples, then stopped once its interquartile range was "
-            f"at most {t['max_noise_pct']:g}% of its median, at {t['max_samples']} samples, or after "
+            f" Each set took at least {t['min_samples']} samples{_long(t)}, then stopped once its interquartile "
+            f"range was at most {t['max_noise_pct']:g}% of its median, at {t['max_samples']} samples, or after "
             f"{t['timeout_s']:g} s of sampling ({counts}); up to {t.get('warmups', 3)} warm-ups came first, none "
             f"once the checks' launches had run the kernel for {t.get('warmup_s', 0.05):g} s."
         )
@@ -72,6 +72,14 @@ def timing(tables: dict) -> str:
         per = s.groupby(["variant", "M", "N", "K", "memory_mode", "timed"]).size()
         sentence += f" Each set took {int(per.median())} samples (a fixed count)."
     return sentence
+
+
+def _long(t: dict) -> str:
+    """The lowered minimum of a set of long samples, when the run's config had one."""
+    long_s, least = t.get("long_sample_s"), t.get("long_min_samples")
+    if long_s is None or least is None or least >= t["min_samples"]:
+        return ""
+    return f" ({least} when one sample, a single launch, lasted {long_s:g} s or more)"
 
 
 def checks(tables: dict) -> str:

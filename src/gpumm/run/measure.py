@@ -32,6 +32,7 @@ row in the output with its reason.
 
 import contextlib
 import json
+import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -97,6 +98,8 @@ def rule_from(t: dict) -> sampling.Rule:
         max_samples=t.get("max_samples", 20),
         max_noise_pct=t.get("max_noise_pct", 0.5),
         timeout_s=t.get("timeout_s", 2.0),
+        long_ms=1e3 * t.get("long_sample_s", math.inf),
+        long_min_samples=t.get("long_min_samples", 3),
     )
 
 
@@ -408,6 +411,8 @@ def meta_for(variant: Variant, plan: Plan, started: float, df: pd.DataFrame) -> 
             "max_samples": plan.rule.max_samples,
             "max_noise_pct": plan.rule.max_noise_pct,
             "timeout_s": plan.rule.timeout_s,
+            "long_sample_s": plan.rule.long_ms / 1e3 if math.isfinite(plan.rule.long_ms) else None,
+            "long_min_samples": plan.rule.long_min_samples,
             "rule": plan.rule.describe(),
         },
         "budget_s": plan.budget_s,

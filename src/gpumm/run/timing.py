@@ -118,7 +118,7 @@ def _sample(run, method: str, batch: int, warmup, rule, sample_ms: float, alread
     n_warm = _warmup(warmup).count_for(sample_ms, already_s)
     for _ in range(n_warm):
         run()
-    got = sampling.collect(lambda k: per_launch(timer(run, k), batch), _rule(rule))
+    got = sampling.collect(lambda k: per_launch(timer(run, k), batch), _rule(rule).for_sample(sample_ms))
     return Timed(got.samples, batch, method, got.stop, n_warm)
 
 
