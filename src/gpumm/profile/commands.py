@@ -45,7 +45,7 @@ def cmd_profile_target(a):
         op = operations.get(v.op)
         launcher = Launcher(v, Path(item["binary"]) if item.get("binary") else None)
         for n in sorted(item["sizes"]):
-            inputs = [mode.place(h) for h in op.profile_arrays(plan["seed"], n)]
+            inputs = [mode.place(h) for h in op.profile_inputs(plan["seed"], n)]
             out = mode.empty(op.output_shape(n, n, n))
             launcher.bind(*inputs, out, scratch=mode.empty)()
             cupy.cuda.Device().synchronize()

@@ -94,11 +94,12 @@ def _measure_settings(a) -> dict:
 
 
 def cmd_measure(a):
-    from gpumm.run import measure
+    from gpumm.run import measure, memo
 
     v = catalog.from_id(a.variant)
     plan = measure.Plan.from_settings(_measure_settings(a))
     started = time.time()
+    hits, misses = memo.STORE.hits, memo.STORE.misses
     df = measure.run(v, Path(a.binary) if a.binary else None, plan)
     measure.write(df, measure.meta_for(v, plan, started, df), Path(a.out_dir))
     shapes = df.drop_duplicates(["M", "N", "K", "memory_mode"])
@@ -109,6 +110,10 @@ def cmd_measure(a):
     slow = sorted(df.attrs.get("sets", []), key=lambda x: -x[-1])[:5]
     if slow:
         print("  slowest sets: " + ", ".join(f"{m} {M}x{N}x{K} {sec:.1f} s" for m, M, N, K, sec in slow))
+    print(
+        f"  inputs and references: {memo.STORE.hits - hits} kept from an earlier variant or mode, "
+        f"{memo.STORE.misses - misses} made"
+    )
 
 
 def cmd_coalescing(a):

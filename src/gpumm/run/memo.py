@@ -51,13 +51,17 @@ def _default_host_budget() -> int:
 
 
 def _default_device_budget() -> int:
+    """A quarter of the GPU's memory, at most 24 GiB: a product at 16384³ keeps 10 GiB (its exact and random
+    inputs, 2 GiB each, and their float64 references, 6 GiB), 8192³ and a 16384² transpose 4.5 GiB more, all of
+    them read again by the next variant; under the 12 GiB kept before (2026-11-24), the transposes measured
+    between two products could push the products' references out."""
     try:
         import cupy
 
         total = cupy.cuda.runtime.memGetInfo()[1]
     except Exception:
         return 0
-    return int(min(12 * GIB, total // 6))
+    return int(min(24 * GIB, total // 4))
 
 
 class Memo:

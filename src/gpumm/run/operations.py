@@ -47,6 +47,13 @@ class Operation:
         """Host inputs of the profiled launch at square size n."""
         raise NotImplementedError
 
+    def profile_inputs(self, seed: int, n: int) -> list[np.ndarray]:
+        """:meth:`profile_arrays`, made once per operation, seed and size and kept (:mod:`gpumm.run.memo`): every
+        variant of the operation is profiled on the same inputs, and making them costs host seconds at the
+        profile's DRAM-regime size (two 4096² arrays), which the profile session would otherwise pay per variant.
+        Read-only: the launch gets copies (``mode.place``)."""
+        return memo.STORE.get(("profile", self.name, seed, n), lambda: self.profile_arrays(seed, n))
+
     def output_shape(self, M: int, N: int, K: int) -> tuple[int, int]:
         raise NotImplementedError
 
