@@ -32,17 +32,18 @@ extern "C" __global__ void transpose_pair(const float *__restrict__ in, float *_
     const int r = threadIdx.y;
     const int x = blockIdx.x * TILE + c4;
     float4 v[TILES];
+    bool inside[TILES];
 #pragma unroll
     for (int t = 0; t < TILES; ++t) {  // every load first
         const int y = (blockIdx.y * TILES + t) * TILE + r;
-        if (y < M && x < N) {  // N is a multiple of 4: the 4 columns are inside
+        inside[t] = y < M && x < N;  // N is a multiple of 4: the 4 columns are inside
+        if (inside[t]) {
             v[t] = *reinterpret_cast<const float4 *>(in + (size_t)y * N + x);
         }
     }
 #pragma unroll
     for (int t = 0; t < TILES; ++t) {  // element (r, c) of a tile at column c ^ r: no bank conflicts
-        const int y = (blockIdx.y * TILES + t) * TILE + r;
-        if (y < M && x < N) {
+        if (inside[t]) {
             tile[t][r][(c4 + 0) ^ r] = v[t].x;
             tile[t][r][(c4 + 1) ^ r] = v[t].y;
             tile[t][r][(c4 + 2) ^ r] = v[t].z;

@@ -87,6 +87,30 @@ def test_the_noise_is_the_interquartile_range_over_the_median_as_pandas_computes
         sampling.Rule(min_samples=6, max_samples=5)
 
 
+def test_a_set_of_long_samples_takes_the_lower_minimum_and_nothing_else_does():
+    rule = measure.rule_from({"min_samples": 5, "long_sample_s": 0.5, "long_min_samples": 3})
+    assert rule.for_sample(1776.0).min_samples == 3  # naive at 16384 on an H100: 1.78 s a launch
+    assert rule.for_sample(499.0) is rule and rule.for_sample(2.0).min_samples == 5
+    clock = FakeClock(1.78)
+    quiet = [1776.0, 1776.1, 1775.9] + [1776.0] * 10
+    got = sampling.collect(series(quiet, clock), rule.for_sample(1776.0), clock)
+    assert len(got.samples) == 3 and got.stop == "quiet"
+    # three long samples that are not quiet go on as any set: here to the timeout
+    clock = FakeClock(0.62)
+    noisy = [616.0, 626.0, 606.0] * 10
+    got = sampling.collect(series(noisy, clock), rule.for_sample(616.0), clock)
+    assert got.stop == "timeout" and len(got.samples) == 4
+    assert "3 at least for samples of 0.5 s or more" in rule.describe()
+    # a rule without the setting, and a fixed count, never lower their minimum
+    assert measure.rule_from({"min_samples": 5}).for_sample(1e9).min_samples == 5
+    assert sampling.fixed(20).for_sample(1e9).min_samples == 20
+    # the config's default lowers it at 0.5 s; the timers lower it from the predicted sample (the checks' launch)
+    assert measure.rule_from(_default_config()["timing"]).for_sample(600.0).min_samples == 3
+    loud = sampling.Rule(5, 20, math.inf, 60.0, long_ms=500.0)  # any noise is quiet: stops at its minimum
+    assert len(timing.time_host(lambda: None, timing.Warmup(0, 0.0), loud, 600.0).samples) == 3
+    assert len(timing.time_host(lambda: None, timing.Warmup(0, 0.0), loud, 400.0).samples) == 5
+
+
 def test_warm_ups_count_the_checks_launches():
     w = timing.Warmup(count=3, seconds=0.05)
     assert w.count_for(2.0, 0.0) == 3  # short samples: the full count
@@ -365,6 +389,19 @@ def test_ncu_launches_are_matched_to_the_items_in_order():
         profile.assign([*kernels, "read_rows"], launched)
     with pytest.raises(profile.Mismatch, match="expected a library kernel"):
         profile.assign(["matmul_naive", "matmul_naive", "empty_kernel"], launched[:4])
+
+
+def test_the_profiled_variants_share_their_inputs_made_once_per_operation_and_size():
+    from gpumm.run import memo, operations, verify
+
+    memo.STORE.clear()
+    mm, tr = operations.get("matmul"), operations.get("transpose")
+    first = mm.profile_inputs(7, 64)
+    assert mm.profile_inputs(7, 64) is first  # the second variant at this size: the kept arrays
+    assert all((a == b).all() for a, b in zip(first, verify.random_inputs(7, 64, 64, 64), strict=True))
+    assert mm.profile_inputs(7, 32)[0].shape == (32, 32) and mm.profile_inputs(8, 64)[0] is not first[0]
+    assert tr.profile_inputs(7, 64)[0] is not first[0] and len(tr.profile_inputs(7, 64)) == 1
+    memo.STORE.clear()
 
 
 def test_the_kernel_filter_names_whole_entry_points():

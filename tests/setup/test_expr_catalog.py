@@ -129,6 +129,8 @@ def test_a_grid_may_name_the_sm_count_and_nothing_else_may():
     with pytest.raises(ValueError, match="SM count"):
         v.grid_dims(4096, 4096, 4096)
     assert catalog.from_id("naive").grid_dims(64, 64, 64) == catalog.from_id("naive").grid_dims(64, 64, 64, sms=132)
+    # the launcher asks the GPU for its SM count only for such a grid
+    assert v.grid_names_sms and not catalog.from_id("interior_b256x128k8").grid_names_sms
     families = catalog.load()
     families["streamk"]["flops"] = "2*M*N*K*SMS"
     with pytest.raises(catalog.CatalogError, match=r"streamk.flops: unknown names \['SMS'\]"):

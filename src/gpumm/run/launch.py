@@ -43,7 +43,7 @@ class Launcher:
     def __init__(self, variant: Variant, binary: Path | None = None):
         self.variant = variant
         self.binary = binary
-        self._fn = self._prep = self._host = None
+        self._fn = self._prep = self._host = self._sms = None
         self._sgemm = {}
         if variant.is_cuda or (variant.kind == "cpu" and variant.file):
             if binary is None or not Path(binary).is_file():
@@ -53,6 +53,7 @@ class Launcher:
 
             module = cupy.RawModule(path=str(binary))
             self._fn = module.get_function(variant.entry)
+            self._sms = _sm_count() if variant.grid_names_sms else None  # asked once, where the grid needs it
             if variant.prepare:
                 self._prep = module.get_function(variant.prepare[0])
         elif variant.kind == "cpu" and variant.file:
@@ -79,7 +80,7 @@ class Launcher:
             return Bound(self._cpu(A, B, C))
         if kind == "cublas":
             return self._cublas(A, B, C)
-        grid, block = self.variant.grid_dims(M, N, K, sms=_sm_count()), self.variant.block_dims()
+        grid, block = self.variant.grid_dims(M, N, K, sms=self._sms), self.variant.block_dims()
         fn, ints = self._fn, (np.int32(M), np.int32(N), np.int32(K))
         if self._prep is None:
             args = (A, B, C, *ints)

@@ -98,11 +98,16 @@ class Variant:
         x, y = (int(expr.evaluate(e, self.names())) for e in self.block)
         return (x, y, 1)
 
+    @property
+    def grid_names_sms(self) -> bool:
+        """Whether the launch grid depends on the GPU's SM count (SMS in the catalog)."""
+        return any("SMS" in expr.names_in(e) for e in self.grid)
+
     def grid_dims(self, M: int, N: int, K: int, sms: int | None = None) -> tuple[int, int, int]:
         """The grid for an M x N x K launch; ``sms`` is the GPU's SM count, for a grid that names SMS (a
         persistent kernel such as `streamk`: one block per SM)."""
         names = self.names(M, N, K)
-        if any("SMS" in expr.names_in(e) for e in self.grid):
+        if self.grid_names_sms:
             if not sms:
                 raise ValueError(f"{self.id}: its grid names SMS; give the GPU's SM count")
             names["SMS"] = sms
