@@ -65,7 +65,9 @@ __device__ unsigned long long sk_trace[SK_MAX_BLOCKS * 8];
 __device__ float sk_partials[SK_MAX_BLOCKS * 2 * TILE_FLOATS];  // each block's (at most two) partial tiles
 __device__ unsigned int sk_done[SK_MAX_BLOCKS];                 // per left-over tile: k iterations summed so far
 
-// acc = the product of this block's tile over k iterations [i0, i1) (BK deep each)
+// acc = the product of this block's tile over k iterations [i0, i1) (BK deep each). The choice between the
+// interior and edge movers repeats matmul_interior's on purpose: one helper shared by both kernels made ptxas
+// allocate them differently, and `streamk` 2-4 points of cuBLAS slower (data/checks/race-explore-h100, round 18)
 __device__ __forceinline__ void tile_product(const float *A, const float *B, int M, int N, int K, const BlockPos &b,
                                              int i0, int i1, float (*As)[BK * BM], float (*Bs)[BK * BN],
                                              float (&acc)[WMITER * TM][WNITER * TN])
