@@ -7,6 +7,7 @@ while read name defs; do
   [ -z "$name" ] && continue
   case "$name" in
     cat_vec4) src=../../kernels/transpose/vec4.cu ;;
+    b*) src=bulk.cu ;;  # bulk copies through the TMA: b<chunk KiB>s<stages>a<ahead>x<blocks per SM>
     *) src=explore.cu ;;
   esac
   log=$("${NVCC:-nvcc}" -arch=sm_90 -cubin -O3 $defs -o "cubins/$name.cubin" "$src" -Xptxas -v < /dev/null 2>&1) \
@@ -14,13 +15,11 @@ while read name defs; do
   echo "$name: $(echo "$log" | grep -E "registers" | tr '\n' ' ')"
 done <<'LIST'
 cat_vec4
-t1
-t1_cs  -DSTREAM=1
 t2     -DTILES=2
-t2_cs  -DTILES=2 -DSTREAM=1
-t4     -DTILES=4
-t4_cs  -DTILES=4 -DSTREAM=1
 c4     -DPER_THREAD=4
-c4_cs  -DPER_THREAD=4 -DSTREAM=1
-c8     -DPER_THREAD=8
+b8s4a2x4   -DCHUNK_KB=8 -DSTAGES=4 -DAHEAD=2
+b8s4a2x6   -DCHUNK_KB=8 -DSTAGES=4 -DAHEAD=2
+b4s8a4x6   -DCHUNK_KB=4 -DSTAGES=8 -DAHEAD=4
+b10s4a2x4  -DCHUNK_KB=10 -DSTAGES=4 -DAHEAD=2
+b16s2a1x6  -DCHUNK_KB=16 -DSTAGES=2 -DAHEAD=1
 LIST

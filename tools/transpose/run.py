@@ -33,6 +33,8 @@ def load():
         mod = cp.RawModule(path=path)
         if name == "cat_vec4":
             kernels[name] = ("transpose", mod.get_function("transpose_vec4"), 1)
+        elif name.startswith("b"):  # bulk.cu: b<chunk KiB>s<stages>a<ahead>x<blocks per SM>
+            kernels[name] = ("bulk", mod.get_function("bulk_explore"), int(name.rsplit("x", 1)[1]))
         elif name in TILES:
             kernels[name] = ("transpose", mod.get_function("transpose_explore"), TILES[name])
         else:
@@ -46,6 +48,9 @@ def launcher(kind, fn, per, src, dst):
     if kind == "transpose":
         grid = ((N + 31) // 32, (M + 32 * per - 1) // (32 * per))
         return lambda: fn(grid, (8, 32), args)
+    if kind == "bulk":  # one warp a block, `per` blocks per SM
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        return lambda: fn((sms * per,), (32,), args)
     n4 = M * N // 4
     return lambda: fn(((n4 + 256 * per - 1) // (256 * per),), (256,), args)
 
@@ -62,7 +67,7 @@ def verify(kernels):
         for name, (kind, fn, per) in kernels.items():
             dst = cp.full((N, M) if kind == "transpose" else (M, N), cp.nan, dtype=cp.float32)
             launcher(kind, fn, per, src, dst)()
-            want = cp.ascontiguousarray(src.T) if kind == "transpose" else src
+            want = cp.ascontiguousarray(src.T) if kind == "transpose" else src  # copy and bulk: the input
             ok = bool(cp.array_equal(dst.view(cp.uint32), want.view(cp.uint32)))
             if not ok:
                 bad.add(name)
