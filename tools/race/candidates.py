@@ -12,12 +12,14 @@ SMS = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
 
 
 def defines(build_sh: str = "build.sh") -> dict[str, dict[str, int]]:
-    """Each candidate's -D values, as build.sh lists them (NAME -DKEY=VALUE ...)."""
+    """Each candidate's -D values, as build.sh lists them (NAME -DKEY=VALUE ... and other nvcc flags, skipped)."""
     found = {}
     for line in open(build_sh):
         parts = line.split()
         if len(parts) > 1 and parts[1].startswith("-D"):
-            found[parts[0]] = {p[2:].split("=")[0]: int(p[2:].split("=")[1]) for p in parts[1:]}
+            found[parts[0]] = {
+                p[2:].split("=")[0]: int(p[2:].split("=")[1]) for p in parts[1:] if p.startswith("-D") and "=" in p
+            }
     return found
 
 
