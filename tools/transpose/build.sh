@@ -7,7 +7,8 @@ while read name defs; do
   [ -z "$name" ] && continue
   case "$name" in
     cat_vec4) src=../../kernels/transpose/vec4.cu ;;
-    b*) src=bulk.cu ;;  # bulk copies through the TMA: b<chunk KiB>s<stages>a<ahead>x<blocks per SM>
+    b*) src=bulk.cu ;;
+    tt*) src=tile.cu ;;  # wider tiles: tt<rows>x<cols>b<thread rows>  # bulk copies through the TMA: b<chunk KiB>s<stages>a<ahead>x<blocks per SM>
     *) src=explore.cu ;;
   esac
   log=$("${NVCC:-nvcc}" -arch=sm_90 -cubin -O3 $defs -o "cubins/$name.cubin" "$src" -Xptxas -v < /dev/null 2>&1) \
@@ -17,9 +18,11 @@ done <<'LIST'
 cat_vec4
 t2     -DTILES=2
 c4     -DPER_THREAD=4
-b8s4a2x4   -DCHUNK_KB=8 -DSTAGES=4 -DAHEAD=2
-b8s4a2x6   -DCHUNK_KB=8 -DSTAGES=4 -DAHEAD=2
-b4s8a4x6   -DCHUNK_KB=4 -DSTAGES=8 -DAHEAD=4
-b10s4a2x4  -DCHUNK_KB=10 -DSTAGES=4 -DAHEAD=2
-b16s2a1x6  -DCHUNK_KB=16 -DSTAGES=2 -DAHEAD=1
+tt64x64b16   -DTR=64 -DTC=64 -DBR=16
+tt64x64b8    -DTR=64 -DTC=64 -DBR=8
+tt32x64b8    -DTR=32 -DTC=64 -DBR=8
+tt64x128b8   -DTR=64 -DTC=128 -DBR=8
+tt128x64b16  -DTR=128 -DTC=64 -DBR=16
+tt32x128b8   -DTR=32 -DTC=128 -DBR=8
+tt128x32b32  -DTR=128 -DTC=32 -DBR=32
 LIST

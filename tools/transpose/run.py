@@ -33,6 +33,10 @@ def load():
         mod = cp.RawModule(path=path)
         if name == "cat_vec4":
             kernels[name] = ("transpose", mod.get_function("transpose_vec4"), 1)
+        elif name.startswith("tt"):  # tile.cu: tt<rows>x<cols>b<thread rows>
+            tr, rest = name[2:].split("x")
+            tc, br = rest.split("b")
+            kernels[name] = ("tile", mod.get_function("tile_explore"), (int(tr), int(tc), int(br)))
         elif name.startswith("b"):  # bulk.cu: b<chunk KiB>s<stages>a<ahead>x<blocks per SM>
             kernels[name] = ("bulk", mod.get_function("bulk_explore"), int(name.rsplit("x", 1)[1]))
         elif name in TILES:
@@ -48,6 +52,9 @@ def launcher(kind, fn, per, src, dst):
     if kind == "transpose":
         grid = ((N + 31) // 32, (M + 32 * per - 1) // (32 * per))
         return lambda: fn(grid, (8, 32), args)
+    if kind == "tile":  # per = (rows, cols, thread rows) of a tile
+        tr, tc, br = per
+        return lambda: fn(((N + tc - 1) // tc, (M + tr - 1) // tr), (tc // 4, br), args)
     if kind == "bulk":  # one warp a block, `per` blocks per SM
         sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         return lambda: fn((sms * per,), (32,), args)
@@ -65,9 +72,9 @@ def verify(kernels):
     for M, N in [(1000, 1024), (4, 4096), (36, 1028), (4096, 4), (8192, 8192), (16384, 16384)]:
         src = rng.uniform(-1, 1, (M, N), dtype=cp.float32) + 2.0  # never zero
         for name, (kind, fn, per) in kernels.items():
-            dst = cp.full((N, M) if kind == "transpose" else (M, N), cp.nan, dtype=cp.float32)
+            dst = cp.full((N, M) if kind in ("transpose", "tile") else (M, N), cp.nan, dtype=cp.float32)
             launcher(kind, fn, per, src, dst)()
-            want = cp.ascontiguousarray(src.T) if kind == "transpose" else src  # copy and bulk: the input
+            want = cp.ascontiguousarray(src.T) if kind in ("transpose", "tile") else src  # copy, bulk: the input
             ok = bool(cp.array_equal(dst.view(cp.uint32), want.view(cp.uint32)))
             if not ok:
                 bad.add(name)
