@@ -59,6 +59,8 @@ def test_a_long_cell_is_cut_short_with_the_whole_text_a_hover_away():
     label = "transpose, one element per thread, global to global (reads along rows, writes along columns)"
     assert _cell(label) == label  # words wrap: shown whole
     defines = "MAXRREG=32,BM=16,BN=64,BK=16,UNROLL_K=1,LAUNCH_BOUNDS=256"
-    assert _cell(defines) == defines.replace(",", ",<wbr>")  # may break after each comma
+    assert _cell(defines) == defines.replace(",", ",<wbr>").replace("_", "_<wbr>")  # after each comma, underscore
+    # a variant's name as a column header may break after each underscore (the transposes' tables at 1400 px)
+    assert _cell("transpose_rows_block_rows8") == "transpose_<wbr>rows_<wbr>block_<wbr>rows8"
     assert _cell("a<b & c") == "a&lt;b &amp; c"  # escaped
     assert _cell("16384×16384×1") == "16384×<wbr>16384×<wbr>1"  # a shape may break after each ×

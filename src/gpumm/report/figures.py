@@ -142,10 +142,11 @@ LONG = 44  # a cell with a word longer than this shows its start, the whole text
 def _cell(value) -> str:
     """One cell's HTML: escaped; a text that cannot wrap (a word longer than LONG, such as a cuBLAS kernel's
     name) cut short, in full in its title. Text made of ordinary words wraps and is shown whole, and a list
-    joined by commas (a build's defines) or a shape (1023×1025×1024) may break after each comma or ×."""
+    joined by commas (a build's defines), a shape (1023×1025×1024) or a variant's name (transpose_rows_block_rows8,
+    as a column header) may break after each comma, × or underscore."""
     text = str(value)
     if max((len(w) for w in re.split(r"[\s,×]+", text)), default=0) <= LONG:
-        return re.sub(r"([,×])(?=\S)", r"\1<wbr>", html.escape(text))
+        return re.sub(r"([,×_])(?=\S)", r"\1<wbr>", html.escape(text))
     return f'<span title="{html.escape(text)}">{html.escape(text[: LONG - 1])}…</span>'
 
 
