@@ -1,5 +1,6 @@
 """Collect the per-variant raw files of a run into tidy tables for the notebooks."""
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -117,11 +118,34 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
 
 def collect(variants: list[Variant], results: Path, out: Path) -> None:
     """Write every table the notebooks read, each whole or not at all."""
+    tables = make(variants, results)
+    out.mkdir(parents=True, exist_ok=True)
+    prov = json.loads((results / "raw" / "provenance.json").read_text())
+    for name, df in tables.items():
+        df.to_csv(out / f"{name}.csv.tmp", index=False)
+    shutil.copy2(paths.PUBLISHED, out / "published.csv.tmp")
+    (out / "source.json.tmp").write_text(json.dumps(prov, indent=1))
+    (out / manifest.NAME).unlink(missing_ok=True)  # no manifest vouches for tables half replaced
+    for name in [*tables, "published"]:
+        (out / f"{name}.csv.tmp").replace(out / f"{name}.csv")
+    (out / "source.json.tmp").replace(out / "source.json")
+    written = [out / f"{name}.csv" for name in [*tables, "published"]] + [out / "source.json"]
+    manifest.write(out, written, writer="gpumm collect")  # last: what a reader checks the tables against
+
+
+def _text(path: Path) -> str:
+    """A compiler output's text, from ``path`` or, in an archive, from its packed ``path.gz``."""
+    if not path.is_file() and path.with_name(path.name + ".gz").is_file():
+        return gzip.decompress(path.with_name(path.name + ".gz").read_bytes()).decode()
+    return path.read_text()
+
+
+def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
+    """Every table the notebooks read, from a run's folder ``results`` (``results/`` or an archive)."""
     for v in variants:  # never a table from samples that changed since their step wrote them
         found = manifest.recorded(paths.raw_dir(v.id, results) / "meta.json")
         if found:
             raise manifest.Damaged(manifest.first(found, "run snakemake again, which runs its step again"))
-    out.mkdir(parents=True, exist_ok=True)
     samples = pd.concat(
         [pd.read_csv(paths.raw_dir(v.id, results) / "samples.csv") for v in variants], ignore_index=True
     )
@@ -134,7 +158,7 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
     for v in (v for v in variants if v.is_cuda):
         res = _json(paths.build_dir(v.id, results) / "resources.json")
         b = paths.build_dir(v.id, results)
-        ptx, sass = (b / "kernel.ptx").read_text(), (b / "kernel.sass").read_text()
+        ptx, sass = _text(b / "kernel.ptx"), _text(b / "kernel.sass")
         loop = loops.analyse(ptx, sass, v.entry)
         resources.append({**_with_occupancy(res, v, gpu), "variant": v.id, "family": v.family})
         precision = loops.tensor_core_ops(ptx, sass)
@@ -185,16 +209,7 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
     missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
     if missing:
         raise RuntimeError(f"collect: tables not made: {sorted(missing)}")
-    for name, df in tables.items():
-        df.to_csv(out / f"{name}.csv.tmp", index=False)
-    shutil.copy2(paths.PUBLISHED, out / "published.csv.tmp")
-    (out / "source.json.tmp").write_text(json.dumps(prov, indent=1))
-    (out / manifest.NAME).unlink(missing_ok=True)  # no manifest vouches for tables half replaced
-    for name in [*tables, "published"]:
-        (out / f"{name}.csv.tmp").replace(out / f"{name}.csv")
-    (out / "source.json.tmp").replace(out / "source.json")
-    written = [out / f"{name}.csv" for name in [*tables, "published"]] + [out / "source.json"]
-    manifest.write(out, written, writer="gpumm collect")  # last: what a reader checks the tables against
+    return tables
 
 
 def verification(summary: pd.DataFrame) -> pd.DataFrame:
