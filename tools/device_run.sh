@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The reference run, as made on the lent GPU machine (see README "The archived run").
+# The reference run, as made on the lent GPU machine (docs/archives.md, "Making an archive").
 # Expects .whl/ (from ../shared/device/make-wheels.sh) in the tree and $OUT. The lent machine's copy of the
 # repository may be older than the tree it carries: pass the tree's commit as GPUMM_GIT_COMMIT=<sha> (the
 # provenance records it) when calling this script.

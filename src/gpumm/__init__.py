@@ -1,7 +1,7 @@
 """gpumm: how memory decides the speed of GPU matrix multiply, measured again.
 
 The package does the work of the pipeline; Snakemake rules call it through ``python -m gpumm STEP``
-(``cli.py``). One folder per stage, in the order the data flows (the README's "Layout"):
+(``cli.py``). One folder per stage, in the order the data flows (docs/design.md, "The stage layout"):
 
 - ``setup/``: configuration, the kernel catalog, paths, atomic file writing;
 - ``build/``: nvcc and the host compiler, their resource reports, loop counts in PTX and SASS;

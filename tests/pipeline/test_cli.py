@@ -1,8 +1,7 @@
-"""The command line as a user meets it: help, one-line errors, README examples that work as written,
-a run killed half way that the README's command resumes, README facts kept true."""
+"""The command line as a user meets it: help, one-line errors, a run killed half way that the README's command
+resumes (the manual's examples and facts: tests/pipeline/test_docs.py)."""
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -15,8 +14,6 @@ import pytest
 
 from gpumm.cli import parser
 from gpumm.setup import paths
-
-README = (paths.ROOT / "README.md").read_text()
 
 
 def test_every_option_has_help_and_the_top_help_has_no_markup():
@@ -71,20 +68,6 @@ def snakemake(tree, *args, timeout=600):
     )
 
 
-def test_readme_config_examples_work_as_written(tree):
-    """The README's command-line overrides: lists, a subset with `only`, and the message of a bad value."""
-    for example in ("--config sizes=[16,32]", "--config only=[naive,cublas]", "--config sizes=[0]"):
-        assert example in README, example
-    out = snakemake(tree, "-n", "--config", "mode=replay", "sizes=[16,32]", "only=[naive,cublas]")
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-2000:]
-    assert "2 variants" in text
-    bad = snakemake(tree, "-n", "--config", "mode=replay", "sizes=[0]")
-    message = "config: sizes[0] = 0 is not allowed: 0 is less than the minimum of 1."
-    assert bad.returncode != 0 and message in bad.stdout + bad.stderr and message in README
-    assert "Traceback" not in bad.stdout + bad.stderr
-
-
 def _copy(tmp_path) -> Path:
     dest = tmp_path / "project"
     listed = subprocess.run(
@@ -121,50 +104,3 @@ def test_a_killed_run_resumes_with_the_readme_command(tmp_path):
     for table in (tree / "results" / "tables").glob("*.csv"):
         pd.read_csv(table)  # every table reads
     assert (tree / "results" / "report" / "index.html").is_file()
-
-
-def test_readme_facts_are_true():
-    """The README's Layout names every stage folder and exactly its modules; the top level holds the entry points."""
-    pkg = paths.ROOT / "src" / "gpumm"
-    layout = README[README.index("## Layout") : README.index("## Design")]
-    folders = sorted(d.name for d in pkg.iterdir() if (d / "__init__.py").is_file())
-    assert folders == ["analyse", "archive", "build", "profile", "report", "run", "setup"]
-    for folder in folders:
-        line = re.search(rf"^- `{folder}/` — (.*?)(?=^- `|^Beside)", layout, re.M | re.S).group(1)
-        listed = set(re.findall(r"`(\w+)`", line))
-        modules = {p.stem for p in (pkg / folder).glob("*.py") if not p.stem.startswith("_")}
-        assert listed == modules, (folder, sorted(modules - listed), sorted(listed - modules))
-    assert sorted(p.name for p in pkg.glob("*.py")) == ["__init__.py", "__main__.py", "cli.py"]
-    collected = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "gpu", "tests/run/test_gpu.py"],
-        cwd=paths.ROOT,
-        capture_output=True,
-        text=True,
-    ).stdout
-    count = int(re.search(r"(\d+)(?:/\d+)? tests? (?:collected|selected)", collected).group(1))
-    stated = int(re.search(r"`pytest -m gpu` runs (\d+) tests", README).group(1))
-    assert stated == count, (stated, count)
-
-
-def test_readme_parallel_check_figures_are_those_of_the_kept_runs():
-    """The README's figures for `--cores 1` against `--cores 8` are recomputed from data/checks/parallel-h100."""
-    sys.path.insert(0, str(paths.ROOT / "tools"))
-    from compare_runs import compare
-
-    d = paths.ROOT / "data" / "checks" / "parallel-h100"
-    one, again, eight = (pd.read_csv(d / f"summary-{n}.csv") for n in ("cores1", "cores1-again", "cores8"))
-
-    def span(a, b, timed, digits):
-        r = compare(a, b)
-        r = r[r.timed == timed].ratio
-        return f"({r.min():.{digits}f}–{r.max():.{digits}f})"
-
-    def elapsed(name):
-        h, m, sec = re.search(r"Elapsed time: (\d+):(\d+):([\d.]+)", (d / f"snakemake-{name}.txt").read_text()).groups()
-        return round(3600 * int(h) + 60 * int(m) + float(sec))
-
-    text = " ".join(README.split())
-    assert f"took {elapsed('cores1')} s with `--cores 1` and {elapsed('cores8')} s with `--cores 8`" in text
-    assert f"within 2% of the `--cores 1` run's {span(one, eight, 'kernel', 3)}" in text
-    assert f"to each other {span(one, again, 'kernel', 3)}" in text
-    assert f"two `--cores 1` runs included {span(one, again, 'end_to_end', 2)}" in text

@@ -172,7 +172,7 @@ GPU_COMMANDS = {
 }
 # steps that never touch the GPU themselves (the *-target steps run under ncu, inside a GPU step)
 CPU_COMMANDS = {"build", "build-micro", "replay", "replay-provenance", "replay-study", "collect", "index", "archive"}
-CPU_COMMANDS |= {"import-profile", "profile-target", "pages", "worker", "pack-archive"}
+CPU_COMMANDS |= {"import-profile", "profile-target", "pages", "worker", "pack-archive", "docs"}
 
 
 def test_every_step_of_the_command_line_is_classified():

@@ -14,7 +14,7 @@ after a few lines beginning with ``==PID==``:
 
 Each value is kept under its nvprof name (``nvprof:<name>``), and where
 nvprof measures what an Nsight Compute metric of the report measures, also
-under that metric's name (``MAPPING``, documented in the README):
+under that metric's name (``MAPPING``, documented in docs/method.md):
 
 | nvprof | Nsight Compute | conversion |
 | --- | --- | --- |

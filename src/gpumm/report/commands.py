@@ -77,6 +77,24 @@ def cmd_index(a):
     report.write(Path(a.tables), Path(a.out).parent, pd.read_csv(paths.STUDIES))
 
 
+def cmd_docs(a):
+    from gpumm.report import docs
+
+    runs = docs.archived()
+    if not runs:
+        print("gpumm docs: no complete archive under data/reference/ to write the numbers from", file=sys.stderr)
+        return 1
+    if a.check:
+        found = docs.stale(runs)
+        for line in found:
+            print(f"gpumm docs: {line}; run python -m gpumm docs", file=sys.stderr)
+        return 1 if found else 0
+    changed = docs.write(runs)
+    said = ", ".join(paths.shown(p) for p in changed) if changed else "nothing: every part was current"
+    print(f"gpumm docs: from {len(runs)} archives ({', '.join(r.name for r in runs)}) wrote {said}")
+    return 0
+
+
 def register(sub) -> None:
     """Add this stage's steps to the command line's subparsers."""
     s = sub.add_parser(
@@ -95,3 +113,11 @@ def register(sub) -> None:
     s.add_argument("--tables", required=True)
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_index)
+
+    s = sub.add_parser(
+        "docs",
+        help="write the generated parts of README.md and docs/ (headline table, figure, costs, config keys, "
+        "kernel families) from the archives, the config schema and the catalog",
+    )
+    s.add_argument("--check", action="store_true", help="write nothing; name each part that differs (exit 1)")
+    s.set_defaults(fn=cmd_docs)
