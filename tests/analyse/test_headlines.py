@@ -71,34 +71,7 @@ def test_headlines_read_the_tables_and_link_their_sections():
     assert (h.at["best_share_4096", "page"], h.at["best_share_4096", "anchor"]) == ("ladder", "race")
     assert h.at["transpose_share", "value"] == "95.6% (transpose_vec4); 84.7% of the device-to-device copy"
     assert h.at["rows_over_cols", "value"] == "4.1× to 4.2× slower"  # the DRAM regime only, not the L2's 18.7
-    assert h.at["zero_copy_cublas", "value"] == "30.0× slower at 2048³"
+    assert h.at["zero_copy_cublas", "value"] == "30.0× slower at 2048³ (30.0× to 200.0× over 1024³ to 2048³)"
     assert h.at["launch_floor", "value"] == "0.69 µs per launch" and h.at["launch_floor", "number"] == 0.689
     assert (h.at["launch_floor", "page"], h.at["launch_floor", "anchor"]) == ("profiles", "launch-floor")
     assert "cold_managed_cublas" not in h.index and "best_share_8192" not in h.index  # not in the run: left out
-
-
-def test_claims_split_into_those_that_hold_and_those_that_do_not():
-    t = _tables()
-    t["claims"] = pd.DataFrame(
-        [
-            {
-                "size": 4096,
-                "over_15x": "False",
-                "speedup_over_naive": 3.0,
-                "about_half_of_cublas": "True",
-                "share_of_cublas": 0.5,
-            }
-        ]
-    )
-    t["s1c2"] = pd.DataFrame(
-        {
-            "claim": ["a dip at 1024: naive", "a dip at 1024: cublas", "unified matches manual"],
-            "supported": ["True", "False", "True"],
-            "ours": ["", "", "1.02×"],
-        }
-    )
-    held, failed = headlines.claims(t)
-    assert held == ["S1-C1: about half of cuBLAS (50%)", "S1-C2: unified matches manual (1.02×)"]
-    assert failed == ["S1-C1: best kernel over 15× naive (3.0×)", "S1-C2: a dip at 1024 (1 of 2 kernels)"]
-    row = headlines.headlines(t).set_index("key").loc["claims"]
-    assert row.value.startswith("2 hold, 2 do not (not: S1-C1: best kernel over 15× naive (3.0×);")

@@ -1,11 +1,11 @@
-"""Memory studies on the CPU: address arithmetic, mode bookkeeping, claim S1-C2."""
+"""Memory studies on the CPU: address arithmetic, mode bookkeeping (claim S1-C2: tests/analyse/test_claims.py)."""
 
 import json
 
 import pandas as pd
 import pytest
 
-from gpumm.analyse import access_patterns, memory_modes
+from gpumm.analyse import access_patterns
 from gpumm.run import coalescing, memory, settings
 
 
@@ -74,24 +74,6 @@ def summary_rows(spec):
     for variant, mode, timed, n, ms in spec:
         rows.append(dict(variant=variant, memory_mode=mode, timed=timed, M=n, N=n, K=n, median_ms=ms, status="ok"))
     return pd.DataFrame(rows)
-
-
-def test_claim_s1_c2_parts():
-    spec = []
-    for n, d in ((512, 1.0), (1024, 10.0), (2048, 16.0)):  # a dip at 1024 for manual
-        spec += [("cublas", "device", "kernel", n, d), ("unrolled", "device", "kernel", n, d)]
-        spec += [("cublas", "zero_copy", "kernel", n, 40 * d), ("unrolled", "zero_copy", "kernel", n, 20 * d)]
-        spec += [("cublas", "managed", "warm", n, 1.05 * d), ("cublas", "managed", "cold", n, 3 * d)]
-    res = pd.DataFrame({"variant": ["cublas", "unrolled"], "smem_bytes": [0, 1024]})
-    c = memory_modes.claim_s1_c2(summary_rows(spec), res)
-    a = c[c.part == "a"].set_index("claim").supported
-    assert a["UVA over 30x slower than manual: cublas"] == True  # noqa: E712 (40x)
-    assert a["UVA over 50x slower than manual: unrolled"] == False  # noqa: E712 (20x)
-    b = c[c.part == "b"].iloc[0]
-    assert b.supported and "warm 1.05x, cold 3.00x" in b.ours
-    dips = c[(c.part == "c") & c.claim.str.startswith("a dip")]
-    assert dips.supported.all() and len(dips) == 4  # manual and UVA, both variants
-    assert c[c.claim.str.contains("shared memory")].supported.iloc[0] == False  # noqa: E712
 
 
 def test_coalescing_summary_and_sectors():

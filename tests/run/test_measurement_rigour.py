@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gpumm.analyse import access_patterns, counters, floor, rates
+from gpumm.analyse import access_patterns, claims, counters, floor, rates
 from gpumm.archive import replay
 from gpumm.profile import session as profile
 from gpumm.run import clocks, coalescing, gpu, timing, verify
@@ -508,8 +508,8 @@ def test_device_tables_never_mix_in_other_memory_modes():
         4096,
     ).set_index("family")
     assert lad.loc["unrolled", "share_of_cublas"] == pytest.approx(0.3)
-    c = rates.claim_s1_c1(s)
-    assert c["size"] == 4096 and c["speedup_over_naive"] == pytest.approx(3.0)
+    c = claims.cases(s, pd.DataFrame(columns=["variant", "smem_bytes"])).set_index("part")
+    assert c.at["a", "size"] == 4096 and c.at["a", "value"] == pytest.approx(3.0)
     x = rates.cpu_crossover(s, ["cublas"], ["cpu_serial"])
     assert x.gpu_faster_from.isna().all()  # device end to end (1 ms) never beats the CPU's 0.5 ms
 

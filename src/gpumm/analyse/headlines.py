@@ -4,11 +4,9 @@ linked to the section of the page that shows it (the index leads with them; a br
 Pure functions on the tables :func:`gpumm.analyse.tables.collect` makes, tested on the CPU.
 """
 
-import math
-
 import pandas as pd
 
-from gpumm.analyse import memory_modes, rates
+from gpumm.analyse import claims, rates
 
 COLUMNS = ["key", "what", "value", "number", "unit", "page", "anchor"]
 
@@ -86,18 +84,20 @@ def headlines(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 "S0-T2",
             )
         )
-    dev, zc = memory_modes._ms(summary, "device", "kernel"), memory_modes._ms(summary, "zero_copy", "kernel")
-    cold = memory_modes._ms(summary, "managed", "cold")
-    for v, key, what, other, page_anchor in (
-        ("cublas", "zero_copy_cublas", "Zero-copy (UVA) against device memory, cuBLAS", zc, "S1-C2"),
-        ("cublas", "cold_managed_cublas", "A cold managed (unified) run against device memory, cuBLAS", cold, "S1-C2"),
+    dev, zc = claims.medians(summary, "device", "kernel"), claims.medians(summary, "zero_copy", "kernel")
+    cold = claims.medians(summary, "managed", "cold")
+    for v, key, what, other in (
+        ("cublas", "zero_copy_cublas", "Zero-copy (UVA) against device memory, cuBLAS", zc),
+        ("cublas", "cold_managed_cublas", "A cold managed (unified) run against device memory, cuBLAS", cold),
     ):
         if v in dev and v in other:
-            both = [n for n in dev.index if n in other.index and pd.notna(dev.at[n, v]) and pd.notna(other.at[n, v])]
-            if both:
-                n = max(both)
-                r = other.at[n, v] / dev.at[n, v]
-                rows.append(_row(key, what, f"{r:.1f}× slower at {n}³", r, "×", "memory_modes", page_anchor))
+            r = (other[v] / dev[v]).dropna()
+            if len(r):
+                n = int(r.index.max())
+                text = f"{r[n]:.1f}× slower at {n}³"
+                if len(r) > 1:
+                    text += f" ({r.min():.1f}× to {r.max():.1f}× over {int(r.index.min())}³ to {n}³)"
+                rows.append(_row(key, what, text, float(r[n]), "×", "memory_modes", "slowdown"))
     oh = t.get("overhead", pd.DataFrame())
     floor = oh[(oh.what == "empty kernel") & (oh.method == "graph")] if "what" in oh else pd.DataFrame()
     if len(floor):
@@ -113,40 +113,17 @@ def headlines(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 "launch-floor",
             )
         )
-    held, failed = claims(t)
-    if held or failed:
+    v = t.get("claim_verdicts", pd.DataFrame())
+    if len(v) and (v.verdict != claims.UNTESTED).any():
         rows.append(
             _row(
                 "claims",
-                "The seeds' claims tested on this run",
-                f"{len(held)} hold, {len(failed)} do not"
-                + (f" (not: {'; '.join(failed[:4])}{'; …' if len(failed) > 4 else ''})" if failed else ""),
-                float(len(held)),
-                "claims that hold",
-                "seed001",
-                "S1-C1",
+                "The sources' claims, statement by statement, tested on this run",
+                claims.counted(v),
+                float(claims.count(v)[claims.HOLDS]),
+                "statements that hold",
+                "index",
+                "claims",
             )
         )
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def claims(t: dict[str, pd.DataFrame]) -> tuple[list[str], list[str]]:
-    """(claims that hold, claims that do not), each as a short line, from S1-C1 and the parts of S1-C2."""
-    held, failed = [], []
-    c = t.get("claims", pd.DataFrame())
-    if len(c) and not (isinstance(c["size"].iloc[0], float) and math.isnan(c["size"].iloc[0])):
-        r = c.iloc[0]
-        for ok, text in (
-            (r.over_15x, f"S1-C1: best kernel over 15× naive ({r.speedup_over_naive:.1f}×)"),
-            (r.about_half_of_cublas, f"S1-C1: about half of cuBLAS ({r.share_of_cublas:.0%})"),
-        ):
-            (held if str(ok) == "True" else failed).append(text)
-    s = t.get("s1c2", pd.DataFrame())
-    if len(s):
-        s = s[s.supported.astype(str).isin(["True", "False"])]
-        # one claim per statement (the text before its kernel's name), holding where it holds for every kernel
-        for what, g in s.groupby(s.claim.str.split(":").str[0], sort=False):
-            ok = (g.supported.astype(str) == "True").sum()
-            text = f"S1-C2: {what}" + (f" ({ok} of {len(g)} kernels)" if len(g) > 1 else f" ({g.ours.iloc[0]})")
-            (held if ok == len(g) else failed).append(text)
-    return held, failed

@@ -46,39 +46,6 @@ def ladder(summary: pd.DataFrame, families: list[dict], shape) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def claim_s1_c1(summary: pd.DataFrame, best: str = "unrolled", naive: str = "naive") -> dict:
-    """Seed 001: the most optimised kernel is over 15x naive at the largest size, about half of cuBLAS.
-
-    'Largest size' is the largest square size at which naive, the best kernel
-    and cuBLAS were all measured in this run.
-    """
-    s = summary[(summary.M == summary.N) & (summary.N == summary.K) & (summary.timed == "kernel")]
-    s = s[(s.status == "ok") & (s.memory_mode == "device")]
-    have = [set(s[s.family == f].M) for f in (best, naive, "cublas")]
-    common = set.intersection(*have) if all(have) else set()
-    if not common:
-        return {
-            "size": math.nan,
-            "speedup_over_naive": math.nan,
-            "share_of_cublas": math.nan,
-            "over_15x": None,
-            "about_half_of_cublas": None,
-        }
-    n = max(common)
-    at = best_per_family(summary, n)["gflops"]
-    speedup, share = at[best] / at[naive], at[best] / at["cublas"]
-    return {
-        "size": n,
-        "best_gflops": at[best],
-        "naive_gflops": at[naive],
-        "cublas_gflops": at["cublas"],
-        "speedup_over_naive": speedup,
-        "share_of_cublas": share,
-        "over_15x": bool(speedup > 15),
-        "about_half_of_cublas": bool(0.35 <= share <= 0.65),
-    }
-
-
 def cpu_crossover(summary: pd.DataFrame, gpu_variants: list[str], cpu_variants: list[str]) -> pd.DataFrame:
     """For each GPU variant (end to end) against each CPU variant: the smallest square size from which the
     GPU is faster at every larger size compared."""

@@ -10,12 +10,12 @@ import pandas as pd
 
 from gpumm.analyse import (
     access_patterns,
+    claims,
     compare,
     counters,
     floor,
     headlines,
     memory_levels,
-    memory_modes,
     race,
     rates,
     ratios,
@@ -178,7 +178,6 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
         "loops": loop_table,
         "estimate": _estimates(loop_table, gpu),
         "ladder": rates.ladder(summary, _families(variants), rates.LADDER_SIZE),
-        "claims": pd.DataFrame([{"claim": "S1-C1", **rates.claim_s1_c1(summary)}]),
         "verification": verification(summary),
         "profile_summary": counters.profile_summary(
             profiles, gpu.get("l2_bytes") or np.nan, {v.id: operations.get(v.op).footprint for v in variants}
@@ -192,6 +191,8 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     hierarchy = pd.read_csv(results / "raw" / "hierarchy" / "samples.csv")
     tables.update(memory_levels.hierarchy_tables(hierarchy, gpu))
     tables["device_memory"] = memory_levels.device_memory_table(pd.read_csv(paths.PUBLISHED), gpu)
+    tables["claim_cases"] = claims.cases(summary, tables["resources"])
+    tables["claim_verdicts"] = claims.verdicts(tables["claim_cases"])
     tables["cgma"] = ratios.cgma_table(tables["estimate"], tables["profile_summary"], profiles)
     imported = [pd.read_csv(f) for f in sorted(paths.IMPORTED.glob("*/*.csv"))]
     tables["imported_profiles"] = (
@@ -370,6 +371,5 @@ def _memory_tables(results: Path, summary: pd.DataFrame, resources: pd.DataFrame
         "coalescing_summary": patterns,
         "coalescing_ratio": ratio,
         "coalescing_profile": prof,
-        "s1c2": memory_modes.claim_s1_c2(summary, resources),
         "overhead": floor.overhead_summary(oh),
     }

@@ -16,6 +16,7 @@ import pandas as pd
 import seaborn as sns
 from IPython.display import HTML, Markdown, display
 
+from gpumm.analyse import claims as claim_tests
 from gpumm.report import labels, method
 from gpumm.report.index import banner, run_words
 from gpumm.report.pages import PAGES
@@ -178,6 +179,32 @@ def figure(data: pd.DataFrame | None = None, name: str | None = None, *, caption
         )
     )
     download(data if data is not None else _PAGE["plot"], name)
+
+
+def claims(tables: dict, claim: str) -> None:
+    """Each statement of a source's claim: how it is tested, its verdict (where it holds and where not, computed on
+    unrounded values) and its cases, one column per size or kernel; then the count, as the index counts."""
+    v = tables.get("claim_verdicts", pd.DataFrame())
+    v = v[v.claim == claim] if len(v) else v
+    if v.empty:
+        md(f"*{claim} is not tested in this run.*")
+        return
+    c = tables.get("claim_cases", pd.DataFrame())
+    for r in v.itertuples():
+        md(f"**“{r.statement}”** — **{r.verdict}** {r.detail}.  \n*Test*: {r.test}.")
+        g = c[(c.claim == claim) & (c.part == r.part)] if len(c) else c
+        if len(g) and g.value.notna().any():
+            by_size = (claim, r.part) in claim_tests.BY_SIZE
+            key = g["size"].astype(int).astype(str) if by_size else g.variant
+            bound = [claim_tests._threshold(x) for x in g.itertuples()]
+            values = [claim_tests.shown(x, u, b) for x, u, b in zip(g.value, g.unit, bound)]
+            held = ["yes" if h else "no" for h in g.holds.astype(bool)]
+            table = pd.DataFrame([["ours", *values], ["holds", *held]], columns=["size" if by_size else "kernel", *key])
+            show(table, name=f"{claim}-{r.part}")
+    md(
+        f"{claim}, statement by statement: {claim_tests.counted(v)}. A statement holds where every case of it holds, "
+        "in part where some do; the index counts the same way."
+    )
 
 
 def best_hand_written(ladder: pd.DataFrame):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from gpumm.analyse import claims
 from gpumm.report import labels, method
 from gpumm.report.pages import PAGES
 from gpumm.setup import paths
@@ -182,12 +183,35 @@ def _headlines(h: pd.DataFrame) -> str:
     short = {p["notebook"]: p["short"] for p in PAGES}
     rows = "\n".join(
         f'<tr data-key="{html.escape(r.key)}"><td>{html.escape(r.what)}</td><td>{html.escape(r.value)}</td>'
-        f'<td><a href="{r.page}.html#{r.anchor}">{html.escape(short.get(r.page, r.page))}</a></td></tr>'
+        f'<td><a href="{"" if r.page == "index" else r.page + ".html"}#{r.anchor}">'
+        f"{html.escape('below' if r.page == 'index' else short.get(r.page, r.page))}</a></td></tr>"
         for r in h.itertuples()
     )
     return (
         '<table class="t headline"><thead><tr><th>what</th><th>this run</th><th>shown on</th></tr></thead>'
         f"<tbody>{rows}</tbody></table>"
+    )
+
+
+def _claims(v: pd.DataFrame) -> str:
+    """Every statement of the sources' claims with its verdict, as the pages test them, and the count the headline
+    gives."""
+    if v.empty:
+        return "<p>No claim of the sources could be tested on this run.</p>"
+    short = {p["notebook"]: p["short"] for p in PAGES}
+    rows = "\n".join(
+        f'<tr data-claim="{html.escape(r.claim)}{html.escape(r.part)}"><td><a href="{r.page}.html#{r.anchor}">'
+        f"{html.escape(r.claim)}</a></td><td>“{html.escape(r.statement)}”</td><td><b>{html.escape(r.verdict)}</b>"
+        f"</td><td>{html.escape(r.detail)}</td><td>{html.escape(short.get(r.page, r.page))}</td></tr>"
+        for r in v.itertuples()
+    )
+    return (
+        f"<p>Every statement of the claims the sources make (seed 001's S1-C1 and S1-C2), tested on this run at every "
+        f"size and kernel the source makes it for and this run measured, on unrounded values. A statement "
+        f"<i>holds</i> where every case of it holds, <i>holds in part</i> where some do; each is counted once: "
+        f"{html.escape(claims.counted(v))} (of {len(v)} statements in all).</p>"
+        '<table class="t claims"><thead><tr><th>claim</th><th>statement</th><th>verdict</th>'
+        f"<th>where it holds and where not</th><th>page</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 
@@ -218,6 +242,8 @@ source's published numbers; then past the sources, a race of hand-written FP32 k
 {_this_run(source, costs)}
 <h2 id="headlines">Headline numbers</h2>
 {_headlines(heads)}
+<h2 id="claims">The sources' claims, tested</h2>
+{_claims(_read(tables, "claim_verdicts"))}
 <h2 id="start">Start here</h2>
 <ol>
 {start}

@@ -1,0 +1,143 @@
+"""The sources' claims (gpumm.analyse.claims) on hand-made tables: every statement at every size and kernel it names,
+thresholds on unrounded values (just under and just over), a statement that holds at some sizes only, and one count
+for the index and the pages."""
+
+import pandas as pd
+import pytest
+
+from gpumm.analyse import claims, headlines
+
+
+def _row(variant, n, mode, timed, ms):
+    return {
+        "variant": variant,
+        "kind": "cublas" if variant == "cublas" else "cuda",
+        "M": n,
+        "N": n,
+        "K": n,
+        "memory_mode": mode,
+        "timed": timed,
+        "status": "ok",
+        "median_ms": ms,
+        "gflops": 2 * n**3 / (ms * 1e-3) / 1e9,
+    }
+
+
+def _uva(ratios: dict[int, float], variant: str = "cublas") -> pd.DataFrame:
+    """device times of 1 ms at each size, zero-copy times ``ratio`` ms."""
+    rows = []
+    for n, r in ratios.items():
+        rows += [_row(variant, n, "device", "kernel", 1.0), _row(variant, n, "zero_copy", "kernel", r)]
+    return pd.DataFrame(rows)
+
+
+NO_RESOURCES = pd.DataFrame(columns=["variant", "smem_bytes"])
+
+
+def _verdict(summary, part, claim="S1-C2"):
+    v = claims.verdicts(claims.cases(summary, NO_RESOURCES)).set_index(["claim", "part"])
+    return v.loc[(claim, part)]
+
+
+@pytest.mark.parametrize(
+    "ratio, holds, said", [(29.99, False, "29.99×"), (30.0, False, "30.0×"), (30.01, True, "30.01×")]
+)
+def test_over_30x_is_compared_unrounded(ratio, holds, said):
+    v = _verdict(_uva({2048: ratio}), "a1")
+    assert v.verdict == (claims.HOLDS if holds else claims.NOT)
+    assert f"at 2048 ({said})" in v.detail  # two decimals where one would round onto the threshold
+
+
+def test_a_claim_that_holds_at_some_sizes_says_where():
+    """The H200's shape of S1-C2 a: 39× at 512 and 65× at 1024 hold, 29.78× at 2048 does not."""
+    v = _verdict(_uva({256: 20.0, 512: 39.4, 1024: 64.8, 2048: 29.78}), "a1")
+    assert v.verdict == claims.IN_PART and (v.cases, v.held) == (4, 2)
+    assert v.detail == "at 512–1024 (39.4× to 64.8×); not at 256 and 2048 (20.0× to 29.8×)"
+
+
+def test_the_best_kernel_is_held_to_50x():
+    v = _verdict(_uva({1024: 49.99, 2048: 50.5}, "unrolled"), "a2")
+    assert v.verdict == claims.IN_PART and "not at 1024 (49.99×)" in v.detail
+
+
+@pytest.mark.parametrize(
+    "speedup, share, over, half",
+    [
+        (14.999, 0.3501, False, True),
+        (15.001, 0.3499, True, False),
+        (14.99, 0.6499, False, True),
+        (20, 0.6501, True, False),
+    ],
+)
+def test_s1_c1_at_the_edges(speedup, share, over, half):
+    n, cublas_ms = 16384, 1.0
+    best_ms = cublas_ms / share
+    rows = [
+        _row("cublas", n, "device", "kernel", cublas_ms),
+        _row("unrolled", n, "device", "kernel", best_ms),
+        _row("naive", n, "device", "kernel", best_ms * speedup),
+        _row("naive", n, "zero_copy", "kernel", 1e-6),  # another memory mode never enters the claim
+        _row("cublas", 8192, "device", "kernel", 1.0),  # cuBLAS alone at a size: not the claim's size
+    ]
+    c = claims.cases(pd.DataFrame(rows), NO_RESOURCES).set_index("part")
+    assert c.at["a", "size"] == n and c.at["a", "value"] == pytest.approx(speedup)
+    assert bool(c.at["a", "holds"]) is over and bool(c.at["b", "holds"]) is half
+
+
+def test_s1_c1_takes_the_largest_size_all_three_ran():
+    rows = []
+    for n, naive in ((4096, 25.0), (8192, 200.0)):
+        rows += [_row("naive", n, "device", "kernel", naive), _row("unrolled", n, "device", "kernel", 1.0)]
+        rows += [_row("cublas", n, "device", "kernel", 0.5)]
+    rows.append(_row("unrolled", 16384, "device", "kernel", 8.0))  # naive not measured at 16384
+    a = _verdict(pd.DataFrame(rows), "a", "S1-C1")
+    assert a.verdict == claims.HOLDS and a.detail == "for unrolled (200.0×) at 8192"
+
+
+@pytest.mark.parametrize("ratio, holds", [(1.1, True), (1.1001, False), (0.9, True), (0.8999, False)])
+def test_unified_matches_manual_within_ten_percent(ratio, holds):
+    rows = [_row("naive", 4096, "device", "kernel", 1.0), _row("naive", 4096, "managed", "warm", ratio)]
+    rows += [_row("naive", 2048, "device", "kernel", 1.0), _row("naive", 2048, "managed", "warm", 5.0)]  # not the top
+    v = _verdict(pd.DataFrame(rows), "b")
+    assert v.verdict == (claims.HOLDS if holds else claims.NOT) and "at 4096" in v.detail
+
+
+def test_a_dip_at_1024_per_kernel():
+    rows = []
+    for v, t1024 in (("naive", 8.0 * 1.001), ("cublas", 8.0 * 0.999)):  # time at 1024 against 8x 512's time
+        rows += [_row(v, 512, "device", "kernel", 1.0), _row(v, 1024, "device", "kernel", t1024)]
+        rows += [_row(v, 2048, "device", "kernel", 64.0)]
+    v = _verdict(pd.DataFrame(rows), "c1")
+    assert v.verdict == claims.IN_PART and v.detail.startswith("for naive (0.999×) at 1024")
+
+
+def test_the_explanation_by_shared_memory_is_tested_on_the_compiler_report():
+    res = pd.DataFrame({"variant": ["tiled_tile16", "unrolled"], "smem_bytes": [2048, 1024]})
+    v = claims.verdicts(claims.cases(_uva({1024: 40.0}), res)).set_index("part").loc["c3"]
+    assert v.verdict == claims.NOT and "tiled_tile16 2048 B, unrolled 1024 B" in v.detail
+
+
+def test_untested_statements_are_listed_and_not_counted():
+    v = claims.verdicts(claims.cases(_uva({512: 40.0, 1024: 20.0}), NO_RESOURCES))
+    assert len(v) == len(claims.STATEMENTS)
+    assert (v.verdict == claims.UNTESTED).sum() == len(claims.STATEMENTS) - 1
+    assert claims.count(v) == {claims.HOLDS: 0, claims.IN_PART: 1, claims.NOT: 0}
+    assert claims.counted(v) == "0 hold, 1 holds in part and 0 do not hold, of 1 statement tested"
+
+
+def test_the_index_counts_as_the_pages_do():
+    rows = [*_uva({512: 40.0, 1024: 20.0}).to_dict("records"), *_uva({1024: 60.0}, "unrolled").to_dict("records")]
+    s = pd.DataFrame(rows)
+    t = {"summary": s, "claim_verdicts": claims.verdicts(claims.cases(s, NO_RESOURCES))}
+    row = headlines.headlines(t).set_index("key").loc["claims"]
+    assert row.value == "1 holds, 1 holds in part and 0 do not hold, of 2 statements tested"
+    assert (row.page, row.anchor, row.number) == ("index", "claims", 1.0)
+
+
+def test_spans_read_as_runs_of_the_sweep():
+    assert claims.spans([16, 32, 64, 2048]) == "16–64 and 2048"
+    assert claims.spans([512, 1024, 2048, 8192, 16384]) == "512–2048 and 8192–16384"
+    assert claims.spans([256, 1024, 4096]) == "256, 1024 and 4096"
+    assert (
+        claims.shown(0.449, "share", (0.35, 0.65)) == "45%" and claims.shown(0.3496, "share", (0.35, 0.65)) == "34.96%"
+    )
