@@ -23,35 +23,49 @@ def test_attainable_is_the_lower_roof():
     assert math.isnan(roofline.attainable(0.0, peak, bw))
 
 
-def test_points_place_each_kernel_under_its_roof():
-    n = 1000  # 2e9 flops
-    profiles = pd.DataFrame(
-        [
-            # variant a: 1e8 DRAM bytes (20 flop/byte, at the ridge), 4e8 L2 bytes
-            ("a", "dram__bytes_read.sum", 8e7),
-            ("a", "dram__bytes_write.sum", 2e7),
-            ("a", "lts__t_bytes.sum", 4e8),
-            # variant b: 1e9 DRAM bytes (2 flop/byte): memory-bound
-            ("b", "dram__bytes_read.sum", 9e8),
-            ("b", "dram__bytes_write.sum", 1e8),
-        ],
-        columns=["variant", "metric", "value"],
-    ).assign(M=n, N=n, K=n, status="ok")
+def test_points_place_each_kernel_under_its_roofs_and_read_its_bound():
+    """Peak 60 TFLOP/s, DRAM 3 TB/s (ridge 20 flop/byte), L2 10 TB/s. n = 1000: 2e9 flops."""
+    n = 1000
+    stall = "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"
+    issue = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+    rows = [
+        # a: 1e8 DRAM bytes (20 flop/byte: compute roof 60 TFLOP/s), 4e8 L2 bytes (5 flop/byte: L2 roof 50)
+        ("a", "dram__bytes_read.sum", 8e7),
+        ("a", "dram__bytes_write.sum", 2e7),
+        ("a", "lts__t_bytes.sum", 4e8),
+        # b: 1e9 DRAM bytes (2 flop/byte): DRAM roof 6 TFLOP/s
+        ("b", "dram__bytes_read.sum", 9e8),
+        ("b", "dram__bytes_write.sum", 1e8),
+        # c: far under its compute roof, waiting on global loads
+        ("c", "dram__bytes_read.sum", 1e7),
+        ("c", stall, 4.0),
+        ("c", issue, 20.0),
+        # d: far under, the issue slots busy
+        ("d", "dram__bytes_read.sum", 1e7),
+        ("d", issue, 85.0),
+        # e: just under 60% of its roof, no counters
+        ("e", "dram__bytes_read.sum", 1e7),
+    ]
+    profiles = pd.DataFrame(rows, columns=["variant", "metric", "value"]).assign(M=n, N=n, K=n, status="ok")
+    rates = {"a": 45_000.0, "b": 4_800.0, "c": 4_800.0, "d": 18_000.0, "e": 35_990.0}
     summary = pd.DataFrame(
-        {"variant": ["a", "b"], "M": n, "N": n, "K": n, "timed": "kernel", "memory_mode": "device", "status": "ok"}
-        | {"gflops": [30_000.0, 3_000.0]}
+        {"variant": list(rates), "M": n, "N": n, "K": n, "timed": "kernel", "memory_mode": "device", "status": "ok"}
+        | {"gflops": list(rates.values())}
     )
-    p = roofline.points(summary, profiles, peak=60e12, bandwidth=3e12).set_index("variant")
+    p = roofline.points(summary, profiles, peak=60e12, bandwidth=3e12, l2_bandwidth=10e12).set_index("variant")
     assert p.loc["a", "flop_per_dram_byte"] == pytest.approx(20.0)
     assert p.loc["a", "flop_per_l2_byte"] == pytest.approx(5.0)
-    assert p.loc["a", "roof_gflops"] == pytest.approx(60_000.0)
-    assert p.loc["a", "share_of_roof"] == pytest.approx(0.5)
-    assert p.loc["a", "bound"] == "compute"  # at the ridge the compute roof binds
-    assert p.loc["b", "flop_per_dram_byte"] == pytest.approx(2.0)
-    assert p.loc["b", "roof_gflops"] == pytest.approx(6_000.0)  # 2 flop/byte x 3e12 byte/s
-    assert p.loc["b", "share_of_roof"] == pytest.approx(0.5)
-    assert p.loc["b", "bound"] == "memory"
-    assert math.isnan(p.loc["b", "flop_per_l2_byte"])  # no L2 counter profiled
+    assert p.loc["a", "l2_roof_gflops"] == pytest.approx(50_000.0) and p.loc["a", "lowest_roof"] == "L2"
+    assert p.loc["a", "share_of_roof"] == pytest.approx(0.9) and p.loc["a", "bound"] == "L2-bound"
+    assert p.loc["b", "roof_gflops"] == pytest.approx(6_000.0) and p.loc["b", "bound"] == "DRAM-bound"
+    assert math.isnan(p.loc["b", "flop_per_l2_byte"])  # no L2 counter profiled: no L2 roof
+    assert p.loc["c", "share_of_roof"] == pytest.approx(0.08)
+    assert p.loc["c", "bound"] == "latency-bound (waits most on long scoreboard, under every roof)"
+    assert p.loc["c", "top_stall"] == "long scoreboard (4.00 per issue)"
+    assert p.loc["d", "bound"] == "issue-bound (85% of issue slots used, under every roof)"
+    assert p.loc["e", "share_of_roof"] == pytest.approx(0.5998333)
+    assert p.loc["e", "bound"].startswith("under every roof")  # 59.98%: not near enough to be bound by it
+    assert roofline.bound(0.6, "compute", math.nan, "") == "compute-bound"  # 60%: bound by the roof
 
 
 def test_ladder_gives_share_of_cublas_and_gain_over_the_rung_below():
@@ -130,7 +144,9 @@ def test_rung_counters_and_the_sentence_naming_what_moved():
     assert rates.loc["high", "share_of_cublas"] == pytest.approx(0.75)
     assert rates.loc["high", "gain_over_rung_below"] == pytest.approx(3.0)
     said = race.what_moved(c.reset_index(), rates.reset_index(), fams, n)
-    assert said == ["**high** over low: DRAM bytes per FLOP 2 → 0.5 (better, ×0.25); GFLOP/s ×3.00."]
+    assert said == [
+        "**high** over low — Most moved besides: DRAM bytes per FLOP 2 → 0.5 (better, ×0.25). GFLOP/s ×3.00."
+    ]
     # only counters that changed are named: here the DRAM bytes alone
 
 

@@ -207,7 +207,7 @@ BROWSER_ARGS = [
 # run in every page: what a reader at 1400 px would meet (issue 18)
 PAGE_CHECK = """() => {
   const wide = [];
-  for (const el of document.querySelectorAll('table, img, figure, pre, p, ul, div.jp-RenderedHTMLCommon')) {
+  for (const el of document.querySelectorAll('table, img, figure, pre, p, ul, div.rendered_html')) {
     const parent = el.parentElement;
     if (!parent) continue;
     const r = el.getBoundingClientRect(), q = parent.getBoundingClientRect();

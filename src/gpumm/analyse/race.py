@@ -22,6 +22,23 @@ COUNTERS = [
     ("issue_active_pct", "issue-slot utilisation (%)", False),
 ]
 STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+# stall reasons a rung's file names (warps stalled per issued instruction; lower is better): their own columns
+STALLS = ["long_scoreboard", "barrier", "short_scoreboard", "mio_throttle"]
+STALL_COUNTERS = [(f"stall_{s}", f"'{s.replace('_', ' ')}' stalls per issue", True) for s in STALLS]
+# The counters each rung's kernel file says it should move ("The counter(s) it should move: ..." in its header;
+# tests/analyse/test_race_counters.py reads the headers), first in the rung's sentence. "sm_active" is not in the
+# race's metric set: its sentence says so.
+MOVES = {
+    "blocktile_1d": ["shared_loads_per_ffma", "dram_bytes_per_flop"],
+    "blocktile_2d": ["shared_loads_per_ffma", "issue_active_pct"],
+    "vectorized": ["shared_loads_per_ffma", "issue_active_pct"],
+    "warptile": ["bank_conflicts_per_kflop", "stall_mio_throttle", "stall_short_scoreboard"],
+    "double_buffer": ["stall_long_scoreboard", "stall_barrier", "issue_active_pct"],
+    "swizzled": ["bank_conflicts_per_kflop", "issue_active_pct"],
+    "interior": ["issue_active_pct"],
+    "streamk": ["sm_active"],
+}
+NOT_PROFILED = {"sm_active": "SM active cycles against elapsed cycles"}
 
 
 def _metric(w: pd.Series, name: str) -> float:
@@ -76,34 +93,59 @@ def rung_counters(profiles: pd.DataFrame, variants: pd.DataFrame, size: int) -> 
                 "occupancy_pct": _metric(w, "sm__warps_active.avg.pct_of_peak_sustained_active"),
                 "issue_active_pct": _metric(w, "smsp__issue_active.avg.pct_of_peak_sustained_active"),
                 "top_stalls": ", ".join(f"{k} {v:.2f}" for k, v in top) if top else "",
+                **{f"stall_{name}": _metric(w, f"{STALL_PREFIX}{name}{STALL_SUFFIX}") for name in STALLS},
             }
         )
     return pd.DataFrame(rows)
 
 
+def _move(col: str, words: str, lower_better: bool, a: float, b: float) -> tuple[float, str] | None:
+    """(how far it moved, the words) for one counter from ``a`` (the rung below) to ``b``; None where either is
+    missing or nothing moved. A counter that drops to 0 or rises from 0 moved the most."""
+    if not (a == a and b == b) or a == b or a < 0 or b < 0:
+        return None
+    size = abs(math.log(b / a)) if a > 0 and b > 0 else math.inf
+    better = (b < a) == lower_better
+    ratio = f"×{b / a:.2f}" if a > 0 and b > 0 else ("gone" if b == 0 else "from none")
+    return size, f"{words} {_fmt(a)} → {_fmt(b)} ({'better' if better else 'worse'}, {ratio})"
+
+
 def what_moved(counters: pd.DataFrame, rates: pd.DataFrame, families: list[dict], size: int, top: int = 2) -> list[str]:
-    """One sentence per rung with a profiled rung below: the ``top`` counters that changed most, and the gain."""
+    """One sentence per rung with a profiled rung below: first the counters its file says it should move
+    (:data:`MOVES`), then the ``top`` others that changed most, and the gain in rate."""
     c = counters.set_index("family") if len(counters) else counters
     r = rates[rates.M == size].set_index("family") if len(rates) else rates
+    known = {col: (words, lower) for col, words, lower in COUNTERS + STALL_COUNTERS}
     out = []
     for fam in families:
         name, below = fam["family"], fam.get("rung_below")
         if not below or name not in c.index or below not in c.index:
             continue
-        moves = []
-        for col, words, lower_better in COUNTERS:
-            a, b = c.at[below, col], c.at[name, col]
-            if a > 0 and b > 0 and a != b:
-                moves.append((abs(math.log(b / a)), words, (b < a) == lower_better, a, b))
-        if not moves:
-            continue
-        said = [
-            f"{words} {_fmt(a)} → {_fmt(b)} ({'better' if better else 'worse'}, ×{b / a:.2f})"
-            for _, words, better, a, b in sorted(moves, key=lambda m: -m[0])[:top]
+        named, missing = [], []
+        for col in MOVES.get(name, []):
+            if col in NOT_PROFILED or col not in c.columns:
+                missing.append(NOT_PROFILED.get(col, col))
+                continue
+            m = _move(col, *known[col], c.at[below, col], c.at[name, col])
+            named.append(m[1] if m else f"{known[col][0]} unchanged ({_fmt(c.at[name, col])})")
+        others = [
+            m
+            for col, words, lower in COUNTERS
+            if col not in MOVES.get(name, []) and (m := _move(col, words, lower, c.at[below, col], c.at[name, col]))
         ]
+        said = []
+        if named or missing:
+            said.append(
+                "the counters its file names: "
+                + "; ".join(named + [f"{w} (not in this run's profile)" for w in missing])
+            )
+        if others:
+            said.append("Most moved besides: " + "; ".join(w for _, w in sorted(others, key=lambda m: -m[0])[:top]))
+        if not said:
+            continue
         gain = r.at[name, "gain_over_rung_below"] if name in r.index else math.nan
         rate = f"GFLOP/s ×{gain:.2f}" if gain == gain else "rate not measured"
-        out.append(f"**{name}** over {below}: " + "; ".join(said) + f"; {rate}.")
+        out.append(f"**{name}** over {below} — " + ". ".join(said) + f". {rate}.")
     return out
 
 

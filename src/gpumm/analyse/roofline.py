@@ -9,8 +9,15 @@ bound by that memory, right of it by arithmetic.
 Here: F = 2·M·N·K (FFMA counted as two flops), D from Nsight Compute
 (``dram__bytes_read.sum + dram__bytes_write.sum`` for DRAM, ``lts__t_bytes.sum``
 for the L2 when the profile has it), P the FP32 peak of
-:func:`gpumm.analyse.hardware.fp32_peak` (SMs x FP32 lanes x 2 x clock) and W the
-DRAM bandwidth, both the copy this run measured and the one specified.
+:func:`gpumm.analyse.hardware.fp32_peak` (SMs x FP32 lanes x 2 x clock), and two
+bandwidth roofs: DRAM (the device-to-device copy this run measured) and the L2
+(the L2-resident reads of the memory-hierarchy study).
+
+A kernel is *bound* by the lowest roof at its intensities when it reaches at
+least NEAR (60%) of it. Further below every roof, no roof explains it: the
+counters do. With the issue slots mostly used (``smsp__issue_active``, at least
+NEAR) it is issue-bound (instructions other than the FMAs take the slots);
+otherwise latency-bound, and its largest stall reason says on what it waits.
 """
 
 import math
@@ -18,6 +25,9 @@ import math
 import pandas as pd
 
 DRAM_READ, DRAM_WRITE, L2_BYTES = "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum"
+ISSUE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
+STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+NEAR = 0.6  # at least this share of the lowest roof: bound by that roof
 
 
 def attainable(intensity: float, peak: float, bandwidth: float) -> float:
@@ -32,17 +42,34 @@ def ridge(peak: float, bandwidth: float) -> float:
     return peak / bandwidth if peak > 0 and bandwidth > 0 else math.nan
 
 
-def points(summary: pd.DataFrame, profiles: pd.DataFrame, peak: float, bandwidth: float) -> pd.DataFrame:
+def bound(share_of_roof: float, binding: str, issue_pct: float, top_stall: str) -> str:
+    """What holds a kernel back, in words: the roof it is near, or, far under every roof, the counters' reason."""
+    if share_of_roof != share_of_roof:
+        return "unknown (no roof)"
+    if share_of_roof >= NEAR:
+        return f"{binding}-bound"
+    if issue_pct == issue_pct and issue_pct >= 100 * NEAR:
+        return f"issue-bound ({issue_pct:.0f}% of issue slots used, under every roof)"
+    if top_stall:
+        return f"latency-bound (waits most on {top_stall}, under every roof)"
+    return "under every roof (latency or issue: this profile has no stall counters)"
+
+
+def points(
+    summary: pd.DataFrame, profiles: pd.DataFrame, peak: float, bandwidth: float, l2_bandwidth: float = math.nan
+) -> pd.DataFrame:
     """One point per matrix-multiply variant and profiled square size.
 
     ``summary``: the run's summary (median kernel GFLOP/s, device memory, status
-    ok); ``profiles``: the tidy Nsight Compute table; ``peak`` in flop/s and
-    ``bandwidth`` in byte/s. Columns: the achieved GFLOP/s at the profiled size,
-    the DRAM and L2 intensities, the roof at the DRAM intensity, the share of
-    that roof achieved, and which roof binds.
+    ok); ``profiles``: the tidy Nsight Compute table; ``peak`` in flop/s,
+    ``bandwidth`` (DRAM) and ``l2_bandwidth`` in byte/s. Columns: the achieved
+    GFLOP/s, the DRAM and L2 intensities, each roof at the kernel's intensities,
+    the lowest (``roof_gflops``) and which it is, the share of it achieved, the
+    issue-slot use and largest stall where profiled, and the bound in words.
     """
     cols = ["variant", "size", "gflops", "dram_bytes", "flop_per_dram_byte", "flop_per_l2_byte"]
-    cols += ["roof_gflops", "share_of_roof", "bound"]
+    cols += ["compute_roof_gflops", "dram_roof_gflops", "l2_roof_gflops", "roof_gflops", "lowest_roof"]
+    cols += ["share_of_roof", "issue_active_pct", "top_stall", "bound"]
     ok = profiles[(profiles.status == "ok") & (profiles.M == profiles.N) & (profiles.N == profiles.K)]
     if ok.empty:
         return pd.DataFrame(columns=cols)
@@ -56,9 +83,24 @@ def points(summary: pd.DataFrame, profiles: pd.DataFrame, peak: float, bandwidth
         flops = 2.0 * n**3
         dram = r.get(DRAM_READ, math.nan) + r.get(DRAM_WRITE, 0.0)
         l2 = r.get(L2_BYTES, math.nan)
-        ai = flops / dram if dram > 0 else math.nan
-        roof = attainable(ai, peak, bandwidth) / 1e9
+        ai, ai_l2 = (flops / dram if dram > 0 else math.nan), (flops / l2 if l2 > 0 else math.nan)
+        roofs = {
+            "compute": peak / 1e9 if peak > 0 else math.nan,
+            "DRAM": ai * bandwidth / 1e9 if ai == ai and bandwidth > 0 else math.nan,
+            "L2": ai_l2 * l2_bandwidth / 1e9 if ai_l2 == ai_l2 and l2_bandwidth > 0 else math.nan,
+        }
+        known = {k: v for k, v in roofs.items() if v == v}
+        lowest = min(known, key=known.get) if known else ""
+        roof = known.get(lowest, math.nan)
         g = float(s.loc[(variant, n)])
+        stalls = {
+            m[len(STALL_PREFIX) : -len(STALL_SUFFIX)].replace("_", " "): v
+            for m, v in r.items()
+            if isinstance(m, str) and m.startswith(STALL_PREFIX) and m.endswith(STALL_SUFFIX) and v == v
+        }
+        top = max(stalls, key=stalls.get) if stalls else ""
+        issue = float(r.get(ISSUE, math.nan))
+        share = g / roof if roof > 0 else math.nan
         rows.append(
             {
                 "variant": variant,
@@ -66,10 +108,16 @@ def points(summary: pd.DataFrame, profiles: pd.DataFrame, peak: float, bandwidth
                 "gflops": g,
                 "dram_bytes": dram,
                 "flop_per_dram_byte": ai,
-                "flop_per_l2_byte": flops / l2 if l2 > 0 else math.nan,
+                "flop_per_l2_byte": ai_l2,
+                "compute_roof_gflops": roofs["compute"],
+                "dram_roof_gflops": roofs["DRAM"],
+                "l2_roof_gflops": roofs["L2"],
                 "roof_gflops": roof,
-                "share_of_roof": g / roof if roof > 0 else math.nan,
-                "bound": "memory" if ai < ridge(peak, bandwidth) else "compute",
+                "lowest_roof": lowest,
+                "share_of_roof": share,
+                "issue_active_pct": issue,
+                "top_stall": f"{top} ({stalls[top]:.2f} per issue)" if top else "",
+                "bound": bound(share, lowest, issue, top),
             }
         )
     return pd.DataFrame(rows, columns=cols)

@@ -17,12 +17,28 @@ import seaborn as sns
 from IPython.display import HTML, Markdown, display
 
 from gpumm.analyse import claims as claim_tests
-from gpumm.report import labels, method
+from gpumm.report import labels, method, style
 from gpumm.report.index import banner, run_words
 from gpumm.report.pages import PAGES
 from gpumm.setup import files, manifest
 
-_PAGE = {"name": "page", "count": 0, "data": None, "plot": None, "tables": None}
+_PAGE = {"name": "page", "count": 0, "data": None, "plot": None, "tables": None, "styles": {}}
+# a variant keeps one colour, marker and dash on a page, in every chart and panel: the first variant drawn on the
+# page takes the first style, the next new one the next (ten clearly distinct colours, then their light shades)
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
+PALETTE += ["#17becf", "#000000", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2"]
+MARKERS = ["o", "s", "D", "^", "v", "P", "X", "h", "<", ">", "p"]
+DASHES = ["", (4, 1.5), (1, 1), (3, 1, 1, 1), (5, 1, 1, 1, 1, 1), (2, 2), (6, 2)]
+
+
+def look(variant: str) -> tuple[str, str, object]:
+    """(colour, marker, dash) of ``variant`` on this page: the same in every chart and panel of the page."""
+    k = _PAGE["styles"].setdefault(variant, len(_PAGE["styles"]))
+    return PALETTE[k % len(PALETTE)], MARKERS[k % len(MARKERS)], DASHES[k % len(DASHES)]
+
+
+def colour(variant: str) -> str:
+    return look(variant)[0]
 
 
 def load(tables_dir: str) -> dict:
@@ -81,7 +97,7 @@ def header(tables: dict, page: str | None = None) -> None:
     the index and the other pages, the page's title and its study IDs (each a link to its section); then only
     the caveats that apply to this run (stale or missing variants, settings a replay did not use)."""
     sns.set_theme(style="whitegrid", context="notebook")
-    _PAGE.update(name=page or "page", count=0, tables=tables)
+    _PAGE.update(name=page or "page", count=0, tables=tables, styles={})
     source = tables["source"]
     display(
         HTML(
@@ -122,15 +138,22 @@ def md(text: str) -> None:
     display(Markdown(text))
 
 
-def show(df: pd.DataFrame, precision: int = 1, name: str | None = None, **formats) -> None:
+def show(df: pd.DataFrame, precision: int = 1, name: str | None = None, missing: str = "", **formats) -> None:
     """A table as a reader wants it (headers with units, percentages, one number format; see gpumm.report.labels),
-    and a link to the tidy CSV it comes from. ``precision`` and ``formats`` are kept for old callers."""
+    and a link to the tidy CSV it comes from. ``missing``: why a cell shows — (said under the table where one
+    does). ``precision`` and ``formats`` are kept for old callers."""
     if df.empty:
         md("*(nothing in this run)*")
         return
-    shown = labels.for_reader(df.reset_index(drop=True)).map(_cell)
+    plain = labels.for_reader(df.reset_index(drop=True))
+    numbers = {_cell(c) for c in plain.columns if style.numeric(plain[c])}
+    shown = plain.map(_cell)
+    if len(plain.columns):  # the first column (a table's row names) stays on one line
+        shown[shown.columns[0]] = plain[plain.columns[0]].map(lambda v: _cell(v, wrap=False))
     shown.columns = [_cell(c) for c in shown.columns]
-    display(HTML(shown.to_html(index=False, border=0, classes="gpumm", escape=False)))
+    display(HTML(style.table(shown, classes="gpumm", numbers=numbers)))
+    if missing and (plain == "—").any().any():
+        md(f"*— : {missing}.*")
     note = method.throttled_among(_PAGE.get("tables") or {}, df)
     if note:
         md(f"*{note}*")
@@ -140,14 +163,14 @@ def show(df: pd.DataFrame, precision: int = 1, name: str | None = None, **format
 LONG = 44  # a cell with a word longer than this shows its start, the whole text a hover away
 
 
-def _cell(value) -> str:
+def _cell(value, wrap: bool = True) -> str:
     """One cell's HTML: escaped; a text that cannot wrap (a word longer than LONG, such as a cuBLAS kernel's
     name) cut short, in full in its title. Text made of ordinary words wraps and is shown whole, and a list
     joined by commas (a build's defines), a shape (1023×1025×1024) or a variant's name (transpose_rows_block_rows8,
     as a column header) may break after each comma, × or underscore."""
     text = str(value)
     if max((len(w) for w in re.split(r"[\s,×]+", text)), default=0) <= LONG:
-        return re.sub(r"([,×_])(?=\S)", r"\1<wbr>", html.escape(text))
+        return re.sub(r"([,×_])(?=\S)", r"\1<wbr>", html.escape(text)) if wrap else html.escape(text)
     return f'<span title="{html.escape(text)}">{html.escape(text[: LONG - 1])}…</span>'
 
 
@@ -162,15 +185,25 @@ def download(df: pd.DataFrame, name: str | None = None, text: str = "Download th
     display(HTML(f'<p class="csv"><a href="data/{html.escape(fname)}">{html.escape(text)}</a></p>'))
 
 
-def figure(data: pd.DataFrame | None = None, name: str | None = None, *, caption: str, alt: str | None = None) -> None:
+def figure(
+    data: pd.DataFrame | None = None,
+    name: str | None = None,
+    *,
+    caption: str,
+    alt: str | None = None,
+    runs: list[str] | None = None,
+) -> None:
     """Show the current figure with its caption (what it shows, from which run, in which regime) and alt text, and
-    link the tidy data it was drawn from (the last size plot's by default). The image is embedded in the page."""
+    link the tidy data it was drawn from (the last size plot's by default). The image is embedded in the page.
+    ``runs``: every run the figure draws, where it draws more than this page's run."""
     fig = plt.gcf()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
     src = base64.b64encode(buf.getvalue()).decode()
     run = run_words(_PAGE["tables"]["source"]) if _PAGE.get("tables") else ""
+    if runs:
+        run = "runs: " + "; ".join(runs)
     words = re.sub(r"[*`]", "", caption)
     display(
         HTML(
@@ -278,9 +311,9 @@ def size_plot(
         hue_order=order,
         style="variant",
         style_order=order,
-        markers=True,
-        dashes=True,
-        palette=sns.color_palette("tab20" if len(order) > 10 else "tab10", len(order)),
+        markers={v: look(v)[1] for v in order},
+        dashes={v: look(v)[2] for v in order},
+        palette={v: look(v)[0] for v in order},
         estimator="median",
         errorbar=("pi", 50),
         ax=ax,

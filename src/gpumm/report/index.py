@@ -18,17 +18,9 @@ from pathlib import Path
 import pandas as pd
 
 from gpumm.analyse import claims
-from gpumm.report import labels, method
+from gpumm.report import labels, method, style
 from gpumm.report.pages import PAGES
 from gpumm.setup import paths
-
-STYLE = """<style>body{font-family:sans-serif;max-width:72em;margin:1em auto;padding:0 1em;line-height:1.45}
-.banner{background:#fff3cd;border:1px solid #e0c060;padding:.5em 1em;margin-top:0}
-table.t,table.p{border-collapse:collapse;font-size:.92em}
-.t td,.t th,.p td,.p th{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
-.t td{overflow-wrap:anywhere}.t a,.t:not(.headline) td:first-child{white-space:nowrap}
-.headline td:nth-child(2){font-weight:bold}
-nav{margin:.4em 0 1em}</style>"""
 
 START_HERE = [
     ("ladder", "race", "how far hand-written FP32 kernels get against cuBLAS, rung by rung, and why"),
@@ -93,26 +85,16 @@ def id_links(ids) -> str:
 
 def _table(df: pd.DataFrame, raw_html: tuple[str, ...] = (), classes: str = "t") -> str:
     """A readable table (gpumm.report.labels), with the columns in ``raw_html`` kept as the HTML they hold."""
-    shown = labels.for_reader(df.drop(columns=list(raw_html)))
+    shown = labels.for_reader(df.drop(columns=list(raw_html))).map(lambda v: html.escape(str(v)))
     for c in raw_html:
         shown.insert(list(df.columns).index(c), labels.label(c), df[c])
-    return shown.to_html(index=False, border=0, classes=classes, escape=False)
-
-
-def _esc(df: pd.DataFrame) -> pd.DataFrame:
-    return df.map(lambda v: html.escape(v) if isinstance(v, str) else v)
+    return style.table(shown, classes=classes)
 
 
 def _page(title: str, source: dict, body: str) -> str:
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>{STYLE}</head><body>
-{banner_html(source)}
-<nav><a href="index.html">Report index</a> · <a href="run.html">This run</a> · {
-        " · ".join(f'<a href="{p["notebook"]}.html">{html.escape(p["short"])}</a>' for p in PAGES)
-    }</nav>
-{body}
-</body></html>
-"""
+    links = " · ".join(f'<a href="{p["notebook"]}.html">{html.escape(p["short"])}</a>' for p in PAGES)
+    nav = f'<nav><a href="index.html">Report index</a> · <a href="run.html">This run</a> · {links}</nav>'
+    return style.page(title, f"{banner_html(source)}\n{nav}\n{body}")
 
 
 def _write(text: str, out: Path) -> None:
@@ -137,7 +119,7 @@ def study_cost(costs: pd.DataFrame | None) -> str:
         gpu_busy_share=[f"{x:.0%}" if x == x else "" for x in pd.to_numeric(costs.gpu_busy_share, errors="coerce")],
         gpu_worker=["yes" if str(w) == "True" else "no" for w in costs.gpu_worker],
     )
-    rows = _esc(rows).rename(
+    rows = rows.rename(
         columns={
             "gpu": "GPU",
             "wall_s": "wall time (s, first step to the report)",
@@ -149,7 +131,7 @@ def study_cost(costs: pd.DataFrame | None) -> str:
     return (
         "<p>The whole default study, <code>snakemake --cores all</code> from a tree with nothing built to this "
         "report, as each archived run recorded it (<code>run.json</code>, written by "
-        "<code>src/gpumm/archive/runrecord.py</code>):</p>" + rows.to_html(index=False, border=0, classes="t")
+        "<code>src/gpumm/archive/runrecord.py</code>):</p>" + _table(rows)
     )
 
 
@@ -188,8 +170,8 @@ def _headlines(h: pd.DataFrame) -> str:
         for r in h.itertuples()
     )
     return (
-        '<table class="t headline"><thead><tr><th>what</th><th>this run</th><th>shown on</th></tr></thead>'
-        f"<tbody>{rows}</tbody></table>"
+        '<div class="scroll"><table class="t headline"><thead><tr><th>what</th><th>this run</th><th>shown on</th>'
+        f"</tr></thead><tbody>{rows}</tbody></table></div>"
     )
 
 
@@ -210,8 +192,8 @@ def _claims(v: pd.DataFrame) -> str:
         f"size and kernel the source makes it for and this run measured, on unrounded values. A statement "
         f"<i>holds</i> where every case of it holds, <i>holds in part</i> where some do; each is counted once: "
         f"{html.escape(claims.counted(v))} (of {len(v)} statements in all).</p>"
-        '<table class="t claims"><thead><tr><th>claim</th><th>statement</th><th>verdict</th>'
-        f"<th>where it holds and where not</th><th>page</th></tr></thead><tbody>{rows}</tbody></table>"
+        '<div class="scroll"><table class="t claims"><thead><tr><th>claim</th><th>statement</th><th>verdict</th>'
+        f"<th>where it holds and where not</th><th>page</th></tr></thead><tbody>{rows}</tbody></table></div>"
     )
 
 
@@ -292,7 +274,7 @@ def run_page(tables: Path, source: dict) -> str:
         for s, o in zip(v.get("stale", []), v.get("origin", []))
     ]
     cols = ["variant", "label", "op", "defines", "note"]
-    shown = _esc(v[[c for c in cols if c in v]].rename(columns={"op": "computes"}))
+    shown = v[[c for c in cols if c in v]].rename(columns={"op": "computes"})
     shown["studies"] = [id_links(s) for s in variants["studies"].fillna("")]
     prof = _read(tables, "profiles")
     prof = prof.drop_duplicates("variant")[["variant", "status", "reason"]] if len(prof) else prof
@@ -323,11 +305,11 @@ archived run, so its numbers are for the old code; <i>not measured</i>: not in t
 {"Every variant here is neither." if not v["note"].astype(bool).any() else ""}</p>
 {_table(shown, ("studies",))}
 <h2 id="profiles">Profiles</h2>
-{_table(_esc(prof)) if len(prof) else "<p>(none)</p>"}
+{_table(prof) if len(prof) else "<p>(none)</p>"}
 <h2 id="provenance">Provenance</h2>
-<table class="p">
+<div class="scroll"><table class="p">
 {prov_rows}
-</table>
+</table></div>
 <h3>Variant digests</h3>
 <p>A digest covers a variant's source, its catalog entry and the launch code; one that differs from the archived
 run's marks the variant stale.</p>
