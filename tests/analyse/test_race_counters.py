@@ -78,3 +78,15 @@ def test_a_counter_the_profile_lacks_is_said_to_be_missing():
         "**streamk** over interior — the counters its file names: SM active cycles against elapsed cycles (not in "
         "this run's profile). GFLOP/s ×1.02."
     ]
+
+
+def test_a_move_among_near_zeros_is_not_news():
+    """streamk over interior: bank conflicts 0.00119 -> 4.4e-05 per kFLOP, where other rungs have 2.1, is noise."""
+    c = _counters(
+        vectorized={"bank_conflicts_per_kflop": 2.1},
+        interior={"bank_conflicts_per_kflop": 0.00119, "l2_bytes_per_flop": 0.0169},
+        streamk={"bank_conflicts_per_kflop": 4.4e-05, "l2_bytes_per_flop": 0.0233},
+    )
+    rates = pd.DataFrame({"family": ["streamk"], "M": [4096], "gain_over_rung_below": [1.02]})
+    said = race.what_moved(c, rates, [{"family": "interior"}, {"family": "streamk", "rung_below": "interior"}], 4096)
+    assert "bank conflicts" not in said[0] and "L2 bytes per FLOP 0.0169 → 0.0233" in said[0]

@@ -145,7 +145,7 @@ def test_rung_counters_and_the_sentence_naming_what_moved():
     assert rates.loc["high", "gain_over_rung_below"] == pytest.approx(3.0)
     said = race.what_moved(c.reset_index(), rates.reset_index(), fams, n)
     assert said == [
-        "**high** over low — Most moved besides: DRAM bytes per FLOP 2 → 0.5 (better, ×0.25). GFLOP/s ×3.00."
+        "**high** over low — most moved besides: DRAM bytes per FLOP 2 → 0.5 (better, ×0.25). GFLOP/s ×3.00."
     ]
     # only counters that changed are named: here the DRAM bytes alone
 

@@ -128,10 +128,13 @@ def what_moved(counters: pd.DataFrame, rates: pd.DataFrame, families: list[dict]
                 continue
             m = _move(col, *known[col], c.at[below, col], c.at[name, col])
             named.append(m[1] if m else f"{known[col][0]} unchanged ({_fmt(c.at[name, col])})")
+        scale = {col: c[col].abs().max() for col, _, _ in COUNTERS if col in c}
         others = [
             m
             for col, words, lower in COUNTERS
-            if col not in MOVES.get(name, []) and (m := _move(col, words, lower, c.at[below, col], c.at[name, col]))
+            if col not in MOVES.get(name, [])
+            and max(c.at[below, col], c.at[name, col]) >= 0.01 * scale.get(col, 0)  # not a move among near-zeros
+            and (m := _move(col, words, lower, c.at[below, col], c.at[name, col]))
         ]
         said = []
         if named or missing:
@@ -140,12 +143,16 @@ def what_moved(counters: pd.DataFrame, rates: pd.DataFrame, families: list[dict]
                 + "; ".join(named + [f"{w} (not in this run's profile)" for w in missing])
             )
         if others:
-            said.append("Most moved besides: " + "; ".join(w for _, w in sorted(others, key=lambda m: -m[0])[:top]))
+            said.append("most moved besides: " + "; ".join(w for _, w in sorted(others, key=lambda m: -m[0])[:top]))
         if not said:
             continue
         gain = r.at[name, "gain_over_rung_below"] if name in r.index else math.nan
         rate = f"GFLOP/s ×{gain:.2f}" if gain == gain else "rate not measured"
-        out.append(f"**{name}** over {below} — " + ". ".join(said) + f". {rate}.")
+        out.append(
+            f"**{name}** over {below} — "
+            + ". ".join(p if k == 0 else p[0].upper() + p[1:] for k, p in enumerate(said))
+            + f". {rate}."
+        )
     return out
 
 

@@ -204,7 +204,12 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
         runs = {"this run": results, **runs}
     tables["compare"] = compare.table(runs)
     tables["study_cost"] = pd.DataFrame(reference.costs(), columns=reference.COST_COLUMNS)
-    tuned = {name: list(fam["tune"]) for name, fam in catalog.load().items() if fam.get("tune")}
+    families = catalog.load()
+    tables["kernel_notes"] = pd.DataFrame(
+        [{"family": n, "file": f.get("file", ""), "says": catalog.header(n, families)} for n, f in families.items()],
+        columns=["family", "file", "says"],
+    )
+    tuned = {name: list(fam["tune"]) for name, fam in families.items() if fam.get("tune")}
     tables["tuning"] = race.tuning_search(summary, tuned)
     tables["headlines"] = headlines.headlines(tables)
     missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}

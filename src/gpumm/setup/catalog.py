@@ -331,3 +331,22 @@ def from_id(vid: str, families: dict | None = None) -> Variant:
         if m and "tune" not in fam:
             return expand({name: {p: [int(g)] for p, g in zip(params, m.groups())}}, families)[0]
     raise CatalogError(f"unknown variant {vid!r}")
+
+
+def header(family: str, families: dict | None = None) -> str:
+    """What a family's kernel file says it is: the first paragraph of the comment it opens with, on one line ("" for
+    a library call or a file without one)."""
+    fam = (families if families is not None else load()).get(family, {})
+    path = paths.KERNELS / fam["file"] if fam.get("file") else None
+    if path is None or not path.is_file():
+        return ""
+    lines = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("//"):
+            break
+        text = line[2:].strip()
+        if not text and lines:
+            break
+        if text:
+            lines.append(text)
+    return " ".join(lines)

@@ -27,6 +27,7 @@ TABLE_NAMES = (
     "ladder",
     "claim_cases",
     "claim_verdicts",
+    "kernel_notes",
     "bandwidth",
     "coalescing",
     "coalescing_summary",
