@@ -17,6 +17,7 @@ def _samples(method_name, batches, stops, timed="kernel"):
                 "timed": timed,
                 "method": method_name,
                 "batch": batch,
+                "ms": 2.5 / batch if batch else 1.0,
                 "stop": stop,
                 "repeat": r,
             }
@@ -43,35 +44,56 @@ def test_timing_describes_graphs_the_floor_and_why_sets_stopped():
         },
     }
     text = method.timing(t)
-    assert "CUDA graphs" in text and "1 to 1920 launches a sample" in text and "0.69 µs" in text
-    assert "at least 5 samples" in text and "0.5% of its median" in text and "2 quiet, 1 max samples" in text
+    assert "CUDA graphs" in text and "1 to 1,920 launches a sample, the shortest sample 2.5 ms" in text
+    assert "(5 of 15 samples a single launch)" in text and "0.69 µs" in text
+    assert "at least 5 samples" in text and "0.5% of its median" in text and "kernel: 2 quiet, 1 max samples" in text
+
+
+def test_timing_says_each_kind_of_set_as_timed():
+    """Cold runs are single launches capped at cold_max_samples; a short warm sample is said, not hidden."""
+    k = _samples("graph", [100], ["quiet"])
+    warm = _samples("graph", [1], ["quiet"], timed="warm").assign(ms=0.06, variant="w")
+    cold = _samples("single", [1], ["max_samples"], timed="cold").assign(variant="c")
+    t = {"min_samples": 5, "max_samples": 20, "max_noise_pct": 0.5, "timeout_s": 2, "cold_max_samples": 10}
+    text = method.timing({"samples": pd.concat([k, warm, cold]), "source": {"config": {"timing": t}}})
+    assert "warm managed sets: back-to-back launches in CUDA graphs" in text and "the shortest sample 0.06 ms" in text
+    assert "cold managed sets: one launch per sample, timed with one pair of events" in text
+    assert "at 20 samples (10 for a cold set)" in text and "cold managed: 1 max samples" in text
 
 
 def test_timing_of_an_old_run_says_one_launch_per_event_pair_and_a_fixed_count():
     s = _samples(None, [None, None], [None, None]).drop(columns=["method", "stop", "batch"])
     text = method.timing({"samples": s, "source": {}})
-    assert "one launch per event pair" in text and "5 samples (a fixed count)" in text and "graph" not in text
+    assert "one launch per sample, timed with one pair of events" in text and "5 samples (a fixed count)" in text
+    assert "graph" not in text
 
 
 def test_checks_count_the_verification_table():
     v = pd.DataFrame(
         {
-            "exact_check": ["ok", "ok", "n/a"],
-            "status": ["ok", "ok", "failed"],
-            "max_rel_err": [1e-7, 4e-7, 0.5],
-            "tolerance": [3.8e-6, 3.8e-6, 3.8e-6],
+            "exact_check": ["ok", "ok", "n/a", ""],
+            "status": ["ok", "ok", "failed", "skipped"],
+            "max_rel_err": [1e-7, 4e-7, 0.5, None],
+            "tolerance": [3.8e-6, 3.8e-6, 3.8e-6, None],
+            "reason": ["", "", "NaN in C", "larger than this variant's max_size"],
         }
     )
     text = method.checks({"verification": v})
-    assert "each of the 3 variant" in text and "2 by the exact check" in text
-    assert "1 failed and were not timed" in text and "0.5" in text
+    assert "Of the 4 variant" in text and "3 were checked" in text and "2 by the exact check" in text
+    assert "1 failed and was not timed" in text and "0.5" in text
+    assert "1 were skipped, neither checked nor timed (1: larger than this variant's max_size)" in text
     assert method.checks({}) == ""
 
 
 def test_profiles_clocks_and_the_copy_size_come_from_the_run():
-    ps = pd.DataFrame({"variant": ["a", "b", "a"], "size": [1024, 4096, 4096], "regime": ["cached", "dram", "dram"]})
-    text = method.profiles({"profile_summary": ps})
-    assert "1 variants at 1024³ (cached regime); 2 variants at 4096³ (dram regime)" in text
+    ps = pd.DataFrame({"variant": ["a", "b", "a", "t"], "size": [1024, 4096, 4096, 8192]})
+    ps["regime"] = ["cached", "dram", "dram", "dram"]
+    variants = pd.DataFrame({"variant": ["a", "b", "t"], "op": ["matmul", "matmul", "transpose"]})
+    text = method.profiles({"profile_summary": ps, "variants": variants})
+    assert (
+        "at 1024 (cached regime): 1 product; at 4096 (dram regime): 2 products; at 8192 (dram regime): 1 transpose"
+        in text
+    )
     summary = pd.DataFrame(
         [
             {
@@ -83,13 +105,20 @@ def test_profiles_clocks_and_the_copy_size_come_from_the_run():
                 "timed": "kernel",
                 "throttled": True,
                 "sm_clock_min_mhz": 1755.0,
+                "status": "ok",
             }
         ]
     )
-    assert "1 timed sets ran below 98%" in method.clocks({"summary": summary}) and "1755 MHz" in method.clocks(
-        {"summary": summary}
+    full = summary.assign(variant="naive", throttled=False, sm_clock_min_mhz=1980.0)
+    cpu = summary.assign(variant="cpu_serial", throttled=False, sm_clock_min_mhz=None)
+    text = method.clocks({"summary": pd.concat([summary, full, cpu])})
+    assert "read during 2 of the 3 timed sets (not during 1: CPU baselines" in text
+    assert "the maximum, 1980 MHz, in 1 of them, and lower in 1 (down to 1755 MHz)" in text
+    assert "1 sets fell below 98% of the maximum and are marked throttled: cublas at 16384" in text
+    mild = pd.concat([full, full.assign(variant="x", sm_clock_min_mhz=1965.0)])
+    assert method.clocks({"summary": mild}).endswith(
+        "lower in 1 (down to 1965 MHz); none fell below 98% of the maximum (throttled)."
     )
-    assert method.clocks({"summary": summary.assign(throttled=False)}).startswith("Every timed set ran at the max")
     note = method.throttled_among({"summary": summary}, summary[["variant", "M", "N", "K"]])
     assert note == "Throttled (SM clock below 98% of its maximum during the set): cublas at 16384."
     assert method.copy_size({"source": {"config": {"bandwidth": {"bytes": 1 << 30}}}}) == "1 GiB"

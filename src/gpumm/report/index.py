@@ -261,6 +261,7 @@ def run_page(tables: Path, source: dict) -> str:
         else ""
     )
     reason = re.sub(r"^mode: ", "", str(ds.get("why", "")))
+    reason = re.sub(r"\(([^()]*) \(([^()]*)\)\)", r"(\1: \2)", reason)  # "(a (b))" reads "(a: b)"
     why = (
         f"<p><b>Why these numbers are {'replayed' if ds.get('mode') == 'replay' else 'measured'}:</b> "
         f"{html.escape(reason)}.</p>"
@@ -273,9 +274,9 @@ def run_page(tables: Path, source: dict) -> str:
         "stale" if str(s) == "True" else ("not measured" if o == "not measured" else "")
         for s, o in zip(v.get("stale", []), v.get("origin", []))
     ]
-    cols = ["variant", "label", "op", "defines", "note"]
+    cols = ["variant", "label", "op", "defines"] + (["note"] if v["note"].astype(bool).any() else [])
     shown = v[[c for c in cols if c in v]].rename(columns={"op": "computes"})
-    shown["studies"] = [id_links(s) for s in variants["studies"].fillna("")]
+    shown["studies"] = [id_links(s) for s in variants["studies"].fillna("")]  # the family's study IDs
     prof = _read(tables, "profiles")
     prof = prof.drop_duplicates("variant")[["variant", "status", "reason"]] if len(prof) else prof
     gpu = source.get("gpu", {})
@@ -300,8 +301,9 @@ def run_page(tables: Path, source: dict) -> str:
 {notes}
 {config_note}
 <h2 id="variants">Variants</h2>
-<p>In the ladder's order. <i>stale</i>: the variant's source, catalog entry or launch code changed since the
-archived run, so its numbers are for the old code; <i>not measured</i>: not in the archived run, no numbers.
+<p>In the ladder's order, each with the study IDs of its family (a family's builds share them). <i>stale</i>: the
+variant's source, catalog entry or launch code changed since the archived run, so its numbers are for the old code;
+<i>not measured</i>: not in the archived run, no numbers.
 {"Every variant here is neither." if not v["note"].astype(bool).any() else ""}</p>
 {_table(shown, ("studies",))}
 <h2 id="profiles">Profiles</h2>

@@ -37,36 +37,58 @@ def copy_size(tables: dict) -> str:
     return f"{b:,} bytes"
 
 
+KINDS = {  # a set's kind of timing, as the samples record it (``timed``)
+    "kernel": "kernel",
+    "prepare": "preparation (the transpose of B)",
+    "warm": "warm managed",
+    "cold": "cold managed",
+    "end_to_end": "end-to-end",
+}
+
+
 def timing(tables: dict) -> str:
-    """The timing method of the run's kernel sets: batching, its floor, the stopping rule and how sets stopped."""
+    """The timing method of the run's sets, kind by kind, as their samples record it: batching and its floor, how
+    long a sample lasted, the stopping rule and how the sets stopped."""
     s = _ok(tables["samples"])
-    k = s[s.timed == "kernel"] if "timed" in s else s
+    if "timed" not in s or s.empty:
+        return "This run recorded no timed samples."
     parts = []
-    methods = k["method"].dropna().value_counts() if "method" in k else pd.Series(dtype=int)
-    if "graph" in methods:
-        batch = k[k.method == "graph"].batch.dropna()
-        parts.append(
-            "Kernel times are per launch, from back-to-back launches in CUDA graphs between one pair of events "
-            f"(each sample at least 2 ms: {int(batch.min())} to {int(batch.max())} launches a sample)"
-        )
-    elif len(methods):
-        parts.append(f"Kernel times were taken with the {', '.join(methods.index)} method")
-    else:
-        parts.append("Kernel times were taken one launch per event pair (before batched timing)")
+    for kind, words in KINDS.items():
+        k = s[s.timed == kind]
+        if k.empty:
+            continue
+        graph = k[k["method"] == "graph"] if "method" in k else k.iloc[:0]
+        if len(graph):
+            dur = graph.ms * graph.batch
+            single = int((graph.batch == 1).sum())
+            parts.append(
+                f"{words} sets: back-to-back launches in CUDA graphs between one pair of events, "
+                f"{int(graph.batch.min()):,} to {int(graph.batch.max()):,} launches a sample, the shortest sample "
+                f"{dur.min():.3g} ms" + (f" ({single:,} of {len(graph):,} samples a single launch)" if single else "")
+            )
+        else:
+            how = "a host clock (the CPU baselines)" if set(k.get("method", [])) == {"host"} else "one pair of events"
+            parts.append(f"{words} sets: one launch per sample, timed with {how}")
+    sentence = "Times are per launch. " + "; ".join(parts) + "."
     us = floor_us(tables)
     if us == us:
-        parts.append(f"the floor of that method, an empty kernel, is {us:.2f} µs a launch on this GPU")
-    sentence = "; ".join(parts) + "."
+        sentence += f" The floor of batched timing, an empty kernel, is {us:.2f} µs a launch on this GPU."
     t = _config(tables).get("timing") or {}
     if "stop" in s and s["stop"].notna().any() and "min_samples" in t:
         sets = s.drop_duplicates(["variant", "M", "N", "K", "memory_mode", "timed"])
-        stops = sets["stop"].value_counts()
-        counts = ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in stops.items())
+        by = sets.groupby("timed")["stop"].value_counts()
+        counts = "; ".join(
+            f"{KINDS.get(kind, kind)}: " + ", ".join(f"{n:,} {why.replace('_', ' ')}" for why, n in by[kind].items())
+            for kind in KINDS
+            if kind in by.index.get_level_values(0)
+        )
+        cold = t.get("cold_max_samples")
         sentence += (
-            f" Each set took at least {t['min_samples']} samples{_long(t)}, then stopped once its interquartile "
-            f"range was at most {t['max_noise_pct']:g}% of its median, at {t['max_samples']} samples, or after "
-            f"{t['timeout_s']:g} s of sampling ({counts}); up to {t.get('warmups', 3)} warm-ups came first, none "
-            f"once the checks' launches had run the kernel for {t.get('warmup_s', 0.05):g} s."
+            f" Each of the {len(sets):,} sets took at least {t['min_samples']} samples{_long(t)}, then stopped once "
+            f"its interquartile range was at most {t['max_noise_pct']:g}% of its median, at {t['max_samples']} samples "
+            + (f"({cold} for a cold set) " if cold else "")
+            + f"or after {t['timeout_s']:g} s of sampling ({counts}); up to {t.get('warmups', 3)} warm-ups came "
+            f"first, none once the checks' launches had run the kernel for {t.get('warmup_s', 0.05):g} s."
         )
     elif "repeat" in s and len(s):
         per = s.groupby(["variant", "M", "N", "K", "memory_mode", "timed"]).size()
@@ -87,17 +109,26 @@ def checks(tables: dict) -> str:
     v = tables.get("verification", pd.DataFrame())
     if v.empty or "exact_check" not in v:
         return ""
-    exact = (v.exact_check == "ok").sum()
-    failed = (v.status == "failed").sum()
+    exact = int((v.exact_check == "ok").sum())
+    failed = int((v.status == "failed").sum())
+    skipped = v[v.status == "skipped"]
     rel = pd.to_numeric(v.max_rel_err, errors="coerce")
     tol = pd.to_numeric(v.tolerance, errors="coerce").dropna()
     worst = f" (the largest error {rel.max():.2g}, against a tolerance of {tol.max():.2g})" if tol.size else ""
-    return (
-        f"Before any timing, each of the {len(v):,} variant × shape × memory-mode sets was checked with its output "
-        f"poisoned first: {exact:,} by the exact check (small integers, equal to the float64 product bit for bit), "
-        f"the matrix multiplies also by the rounding check{worst}; {failed} failed"
-        + (" and were not timed." if failed else ".")
+    text = (
+        f"Of the {len(v):,} variant × shape × memory-mode sets of this run, {len(v) - len(skipped):,} were checked "
+        f"before any timing, with their output poisoned first: {exact:,} by the exact check (small integers, equal "
+        f"to the float64 product bit for bit), the matrix multiplies also by the rounding check{worst}; {failed} "
+        + ("failed and were not timed." if failed != 1 else "failed and was not timed.")
     )
+    if len(skipped):
+        reasons = skipped.reason.fillna("").value_counts()
+        text += (
+            f" {len(skipped):,} were skipped, neither checked nor timed ("
+            + "; ".join(f"{n:,}: {r or 'no reason recorded'}" for r, n in reasons.items())
+            + ")."
+        )
+    return text
 
 
 def profiles(tables: dict) -> str:
@@ -105,30 +136,48 @@ def profiles(tables: dict) -> str:
     ps = tables.get("profile_summary", pd.DataFrame())
     if ps.empty or "size" not in ps:
         return "This run has no Nsight Compute profiles."
-    by = ps.groupby(["size", "regime"]).variant.nunique().reset_index()
-    parts = [f"{int(r.variant)} variants at {int(r.size)}³ ({r.regime} regime)" for r in by.itertuples()]
+    v = tables.get("variants", pd.DataFrame())
+    op = dict(zip(v.variant, v.op)) if {"variant", "op"} <= set(v.columns) else {}
+    ps = ps.assign(op=ps.variant.map(lambda x: op.get(x, "matmul")))
+    parts = []
+    for (size, regime), g in ps.groupby(["size", "regime"]):
+        what = ", ".join(
+            f"{n} {'product' if o == 'matmul' else o}{'s' if n != 1 else ''}"
+            for o, n in g.drop_duplicates("variant").op.value_counts().items()
+        )
+        parts.append(f"at {int(size)} ({regime} regime): {what}")
     return (
-        "Nsight Compute profiled one product of each variant: " + "; ".join(parts) + ". In the DRAM regime the "
-        "three matrices are at least 3× the L2, so the counters show device-memory traffic; in the cached regime "
-        "they fit in the L2."
+        "Nsight Compute profiled one launch of each variant at each of its profile sizes ("
+        + "; ".join(parts)
+        + "). In the DRAM regime the matrices a launch touches are at least 3× the L2, so the counters show "
+        "device-memory traffic; in the cached regime they fit in the L2."
     )
 
 
 def clocks(tables: dict) -> str:
-    """Which sets ran below the maximum SM clock (NVML, read during every timed set)."""
+    """How the SM clock stood during the timed sets (NVML, read during every set), and which ran throttled."""
     s = tables.get("summary", pd.DataFrame())
-    if "throttled" not in s:
+    if "throttled" not in s or "sm_clock_min_mhz" not in s:
         return "This run did not record clocks."
+    s = s[s.status == "ok"]
+    read = s[s.sm_clock_min_mhz.notna()]
+    unread = len(s) - len(read)
+    top = read.sm_clock_min_mhz.max() if len(read) else float("nan")
+    below = read[read.sm_clock_min_mhz < top]
+    text = (
+        f"The SM clock was read during {len(read):,} of the {len(s):,} timed sets"
+        + (f" (not during {unread:,}: CPU baselines and sets of runs that predate it)" if unread else "")
+        + f"; its lowest reading was the maximum, {top:.0f} MHz, in {len(read) - len(below):,} of them"
+    )
+    if len(below):
+        text += f", and lower in {len(below):,} (down to {below.sm_clock_min_mhz.min():.0f} MHz)"
     t = s[s.throttled.astype(str).str.lower() == "true"]
     if t.empty:
-        return "Every timed set ran at the maximum SM clock (NVML, read during each set)."
+        return text + "; none fell below 98% of the maximum (throttled)."
     names = "; ".join(
         sorted({f"{r.variant} at {r.M}×{r.N}×{r.K} ({r.memory_mode}, {r.timed})" for r in t.itertuples()})
     )
-    return (
-        f"{len(t)} timed sets ran below 98% of the maximum SM clock at some point (lowest "
-        f"{t.sm_clock_min_mhz.min():.0f} MHz) and are marked throttled: {names}."
-    )
+    return text + f". {len(t)} sets fell below 98% of the maximum and are marked throttled: {names}."
 
 
 def residency() -> str:
