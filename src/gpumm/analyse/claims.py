@@ -1,5 +1,7 @@
 """The sources' claims, tested on the run (issue 28): every statement of a claim, at every size and kernel the source
-makes it for, compared on unrounded values, with one verdict per statement that says where it holds and where not.
+makes it for, compared on unrounded values, with one verdict per statement that says where it holds and where not:
+seed 001's S1-C1 and S1-C2, seed 002's transpose (S2-TR), CPU against GPU (S2-CPU) and the naive kernel's ratio
+(S2-CGMA).
 
 Two tables: ``cases`` (one row per statement, kernel and size: the value, the threshold, whether it holds) and
 ``verdicts`` (one row per statement: how it was tested and the verdict). Every page and the index read the verdicts,
@@ -68,6 +70,16 @@ TESTS = {
     "memory; a dip is a ratio below 1",
     ("S1-C2", "c2"): "the same in zero-copy (UVA) memory",
     ("S1-C2", "c3"): "whether the shared memory a block uses changes with the matrix size (the compiler's report)",
+    ("S2-TR", "a"): "the padded transpose's speed-up over the naive one at every square size from 16 to 1024 (the "
+    "source's sizes), device memory; 'about 10×' read as 5× to 20×",
+    ("S2-TR", "b"): "at each size from 32 to 1024, the padded transpose's speed-up over the naive one against its "
+    "speed-up at half that size; holds where it is larger",
+    ("S2-CPU", "a"): "at every square size both ran, the serial CPU loop's time over the fastest GPU variant's time "
+    "end to end (copies in and out included); the CPU wins below 1",
+    ("S2-CGMA", "a"): "the naive kernel's flops per byte of its counted inner loop (2 flops per multiply-add over "
+    "its global loads of 4 bytes); 'about 1/4' read as 0.2 to 0.3",
+    ("S2-CGMA", "b"): "what bounds the naive kernel on the roofline at the DRAM-regime profile size (the lowest roof "
+    "it reaches 60% of, else the counters' reason); holds where it is DRAM",
 }
 STATEMENTS = {
     ("S1-C1", "a"): "the most optimised kernel is over 15× the naive one at the largest size",
@@ -78,9 +90,25 @@ STATEMENTS = {
     ("S1-C2", "c1"): "a dip at 1024 with manual memory",
     ("S1-C2", "c2"): "a dip at 1024 under UVA",
     ("S1-C2", "c3"): "the dip is explained by the shared memory per block",
+    ("S2-TR", "a"): "the optimised (padded) transpose is about 10× faster than the naive one",
+    ("S2-TR", "b"): "the speed-up grows with size",
+    ("S2-CPU", "a"): "the CPU wins for small matrices",
+    ("S2-CGMA", "a"): "the naive kernel does about 1/4 flop per byte",
+    ("S2-CGMA", "b"): "so it is bandwidth bound",
 }
-WHERE = {"S1-C1": ("seed001", "S1-C1"), "S1-C2": ("memory_modes", "S1-C2")}
-BY_SIZE = {("S1-C2", "a1"), ("S1-C2", "a2")}  # tested size by size, for one kernel (the others kernel by kernel)
+WHERE = {
+    "S1-C1": ("seed001", "S1-C1"),
+    "S1-C2": ("memory_modes", "S1-C2"),
+    "S2-TR": ("transpose", "S2-TR"),
+    "S2-CPU": ("seed002", "S2-CPU"),
+    "S2-CGMA": ("seed002", "S2-CGMA"),
+}
+BY_SIZE = {("S1-C2", "a1"), ("S1-C2", "a2"), ("S2-TR", "a"), ("S2-TR", "b"), ("S2-CPU", "a")}
+ABOUT_10X = (5.0, 20.0)  # 'about 10x': within a factor of two
+ABOUT_QUARTER = (
+    0.2,
+    0.3,
+)  # 'about 1/4 flop per byte'  # tested size by size, for one kernel (the others kernel by kernel)
 
 
 def s1_c1(summary: pd.DataFrame, best: str = "unrolled", naive: str = "naive") -> list[dict]:
@@ -134,9 +162,92 @@ def s1_c2(summary: pd.DataFrame, resources: pd.DataFrame, best: str = "unrolled"
     return rows
 
 
-def cases(summary: pd.DataFrame, resources: pd.DataFrame) -> pd.DataFrame:
+def s2_tr(transpose: pd.DataFrame) -> list[dict]:
+    """Seed 002's transpose: the padded one about 10x the naive one from 16 to 1024, the speed-up growing with size."""
+    t = transpose[(transpose.status == "ok") & (transpose.M == transpose.N) & (transpose.variant == "transpose_padded")]
+    t = t[t.M.map(lambda n: 16 <= n <= 1024 and int(n) & (int(n) - 1) == 0)].set_index("M").speedup_over_naive
+    t = t.dropna().sort_index()
+    rows = [
+        _case("S2-TR", "a", STATEMENTS["S2-TR", "a"], "transpose_padded", int(n), x, "×", "within", ABOUT_10X)
+        for n, x in t.items()
+    ]
+    for n, x in t.items():
+        if n // 2 in t.index:
+            rows.append(
+                _case("S2-TR", "b", STATEMENTS["S2-TR", "b"], "transpose_padded", int(n), x / t[n // 2], "×", ">", 1)
+            )
+    return rows
+
+
+def s2_cpu(summary: pd.DataFrame, cpu: str = "cpu_serial") -> list[dict]:
+    """Seed 002: the serial CPU loop against the fastest GPU variant end to end, size by size."""
+    e = summary[(summary.timed == "end_to_end") & (summary.status == "ok") & (summary.M == summary.N)]
+    e = e[(e.N == e.K) & e.M.map(lambda n: n > 0 and int(n) & (int(n) - 1) == 0)]
+    ms = e.pivot_table(index="M", columns="variant", values="median_ms")
+    gpus = [v for v in ms.columns if v in set(e[e.kind.isin(["cuda", "cublas"])].variant)] if "kind" in e else []
+    if cpu not in ms or not gpus:
+        return []
+    best = ms[gpus].min(axis=1)
+    pair = pd.concat([ms[cpu].rename("cpu"), best.rename("gpu")], axis=1).dropna()
+    return [
+        _case("S2-CPU", "a", STATEMENTS["S2-CPU", "a"], cpu, int(n), r.cpu / r.gpu, "×", "<", 1)
+        for n, r in pair.iterrows()
+    ]
+
+
+def s2_cgma(estimate: pd.DataFrame, roofline: pd.DataFrame) -> list[dict]:
+    """Seed 002's S2-CGMA: the naive kernel's ratio of its loop, and what bounds it on the roofline."""
+    rows = []
+    e = estimate[(estimate.variant == "naive") & (estimate.level == "ptx")] if len(estimate) else estimate
+    if len(e) and pd.notna(e.cgma.iloc[0]):
+        rows.append(
+            _case(
+                "S2-CGMA",
+                "a",
+                STATEMENTS["S2-CGMA", "a"],
+                "naive",
+                math.nan,
+                float(e.cgma.iloc[0]) / 4,
+                " flop/byte",
+                "within",
+                ABOUT_QUARTER,
+            )
+        )
+    r = roofline[roofline.variant == "naive"] if len(roofline) else roofline
+    if len(r):
+        r = r.sort_values("size").iloc[-1]
+        case = _case(
+            "S2-CGMA",
+            "b",
+            STATEMENTS["S2-CGMA", "b"],
+            "naive",
+            int(r["size"]),
+            math.nan,
+            "",
+            ">",
+            0,
+            f"{r.bound} at {int(r['size'])}³ ({r.share_of_roof:.0%} of its lowest roof, {r.lowest_roof})",
+        )
+        rows.append({**case, "holds": str(r.bound).startswith("DRAM")})
+    return rows
+
+
+def cases(
+    summary: pd.DataFrame,
+    resources: pd.DataFrame,
+    transpose: pd.DataFrame | None = None,
+    estimate: pd.DataFrame | None = None,
+    roofline: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Every case of every claim statement this run can test."""
-    return pd.DataFrame(s1_c1(summary) + s1_c2(summary, resources), columns=CASE_COLUMNS)
+    rows = s1_c1(summary) + s1_c2(summary, resources)
+    if transpose is not None and len(transpose):
+        rows += s2_tr(transpose)
+    rows += s2_cpu(summary)
+    rows += s2_cgma(
+        estimate if estimate is not None else pd.DataFrame(), roofline if roofline is not None else pd.DataFrame()
+    )
+    return pd.DataFrame(rows, columns=CASE_COLUMNS)
 
 
 def shown(value: float, unit: str, threshold=None) -> str:

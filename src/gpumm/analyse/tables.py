@@ -14,11 +14,13 @@ from gpumm.analyse import (
     compare,
     counters,
     floor,
+    hardware,
     headlines,
     memory_levels,
     race,
     rates,
     ratios,
+    roofline,
     seed000,
     transposes,
 )
@@ -191,7 +193,18 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     hierarchy = pd.read_csv(results / "raw" / "hierarchy" / "samples.csv")
     tables.update(memory_levels.hierarchy_tables(hierarchy, gpu))
     tables["device_memory"] = memory_levels.device_memory_table(pd.read_csv(paths.PUBLISHED), gpu)
-    tables["claim_cases"] = claims.cases(summary, tables["resources"])
+    l2 = (
+        tables["hierarchy_bandwidth"].set_index("level").median_gbs.get("L2", np.nan)
+        if len(tables["hierarchy_bandwidth"])
+        else np.nan
+    )
+    matmul = [v.id for v in variants if v.op == "matmul"]
+    tables["roofline"] = roofline.points(
+        summary[summary.variant.isin(matmul)], profiles, hardware.fp32_peak(gpu), d2d * 1e9, l2 * 1e9
+    )
+    tables["claim_cases"] = claims.cases(
+        summary, tables["resources"], tables["transpose"], tables["estimate"], tables["roofline"]
+    )
     tables["claim_verdicts"] = claims.verdicts(tables["claim_cases"])
     tables["cgma"] = ratios.cgma_table(tables["estimate"], tables["profile_summary"], profiles)
     imported = [pd.read_csv(f) for f in sorted(paths.IMPORTED.glob("*/*.csv"))]

@@ -224,7 +224,7 @@ def claims(tables: dict, claim: str) -> None:
         return
     c = tables.get("claim_cases", pd.DataFrame())
     for r in v.itertuples():
-        md(f"**“{r.statement}”** — **{r.verdict}** {r.detail}.  \n*Test*: {r.test}.")
+        md(f"**“{r.statement}”** — **{r.verdict}**: {r.detail}.  \n*Test*: {r.test}.")
         g = c[(c.claim == claim) & (c.part == r.part)] if len(c) else c
         if len(g) and g.value.notna().any():
             by_size = (claim, r.part) in claim_tests.BY_SIZE
@@ -234,10 +234,11 @@ def claims(tables: dict, claim: str) -> None:
             held = ["yes" if h else "no" for h in g.holds.astype(bool)]
             table = pd.DataFrame([["ours", *values], ["holds", *held]], columns=["size" if by_size else "kernel", *key])
             show(table, name=f"{claim}-{r.part}")
-    md(
-        f"{claim}, statement by statement: {claim_tests.counted(v)}. A statement holds where every case of it holds, "
-        "in part where some do; the index counts the same way."
-    )
+    if (v.verdict != claim_tests.UNTESTED).sum() > 1:
+        md(
+            f"{claim}, statement by statement: {claim_tests.counted(v)}. A statement holds where every case of it "
+            "holds, in part where some do; the index counts the same way."
+        )
 
 
 def best_hand_written(ladder: pd.DataFrame):

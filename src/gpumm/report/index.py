@@ -188,7 +188,8 @@ def _claims(v: pd.DataFrame) -> str:
         for r in v.itertuples()
     )
     return (
-        f"<p>Every statement of the claims the sources make (seed 001's S1-C1 and S1-C2), tested on this run at every "
+        "<p>Every statement of the claims the sources make (seed 001's S1-C1 and S1-C2; seed 002's transpose, CPU "
+        f"against GPU and computation-to-memory ratio), tested on this run at every "
         f"size and kernel the source makes it for and this run measured, on unrounded values. A statement "
         f"<i>holds</i> where every case of it holds, <i>holds in part</i> where some do; each is counted once: "
         f"{html.escape(claims.counted(v))} (of {len(v)} statements in all).</p>"

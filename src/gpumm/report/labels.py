@@ -148,7 +148,7 @@ UNITS_NOTE = (
     "a product)."
 )
 
-SIZES = {"M", "N", "K", "n", "size", "w"}  # shown as plain integers: 4096, not 4,096
+SIZES = {"M", "N", "K", "n", "size", "w", "gpu_faster_from"}  # shown as plain integers: 4096, not 4,096
 
 
 def label(column) -> str:

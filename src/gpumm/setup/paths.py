@@ -28,6 +28,7 @@ TABLE_NAMES = (
     "claim_cases",
     "claim_verdicts",
     "kernel_notes",
+    "roofline",
     "bandwidth",
     "coalescing",
     "coalescing_summary",
