@@ -141,3 +141,13 @@ def test_spans_read_as_runs_of_the_sweep():
     assert (
         claims.shown(0.449, "share", (0.35, 0.65)) == "45%" and claims.shown(0.3496, "share", (0.35, 0.65)) == "34.96%"
     )
+
+
+def test_s2_tr_on_a_run_without_the_padded_transpose_has_no_cases():
+    """A subset run (only transpose_naive) leaves seed 002's transpose claim untested, not a crash."""
+    t = pd.DataFrame(
+        {"variant": ["transpose_naive"], "M": [512], "N": [512], "status": ["ok"], "speedup_over_naive": [1.0]}
+    )
+    assert claims.s2_tr(t) == []
+    t = pd.concat([t, t.assign(variant="transpose_padded", speedup_over_naive=9.5)], ignore_index=True)
+    assert [(c["size"], c["holds"]) for c in claims.s2_tr(t)] == [(512, True)]

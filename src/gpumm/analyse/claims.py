@@ -165,7 +165,8 @@ def s1_c2(summary: pd.DataFrame, resources: pd.DataFrame, best: str = "unrolled"
 def s2_tr(transpose: pd.DataFrame) -> list[dict]:
     """Seed 002's transpose: the padded one about 10x the naive one from 16 to 1024, the speed-up growing with size."""
     t = transpose[(transpose.status == "ok") & (transpose.M == transpose.N) & (transpose.variant == "transpose_padded")]
-    t = t[t.M.map(lambda n: 16 <= n <= 1024 and int(n) & (int(n) - 1) == 0)].set_index("M").speedup_over_naive
+    t = t[t.M.map(lambda n: 16 <= n <= 1024 and int(n) & (int(n) - 1) == 0).astype(bool)]
+    t = t.set_index("M").speedup_over_naive
     t = t.dropna().sort_index()
     rows = [
         _case("S2-TR", "a", STATEMENTS["S2-TR", "a"], "transpose_padded", int(n), x, "×", "within", ABOUT_10X)
