@@ -75,8 +75,8 @@ def test_a_counter_the_profile_lacks_is_said_to_be_missing():
     rates = pd.DataFrame({"family": ["streamk"], "M": [4096], "gain_over_rung_below": [1.02]})
     said = race.what_moved(c, rates, [{"family": "interior"}, {"family": "streamk", "rung_below": "interior"}], 4096)
     assert said == [
-        "**streamk** over interior — the counters its file names: SM active cycles against elapsed cycles (not in "
-        "this run's profile). GFLOP/s ×1.02."
+        "**streamk** over interior — the counters its file names: SM active cycles against elapsed cycles (the race's "
+        "metric set does not collect it). GFLOP/s ×1.02."
     ]
 
 

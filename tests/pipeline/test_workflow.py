@@ -204,8 +204,52 @@ BROWSER_ARGS = [
 ]
 
 
+# the layout a reader sees at any width (issue 28): the viewport tag, no sideways scroll of the page (a wide table
+# scrolls inside its own box), legible text at a reading width, text cells left-aligned and numbers right
+LAYOUT = """() => {
+  const ctx = document.createElement('canvas').getContext('2d');
+  const lines = [];
+  for (const p of document.querySelectorAll('p, li, figcaption')) {
+    // the data-source banner and the links between pages span the page: not running text
+    if (p.closest('table, nav, .nav, .banner') || !p.innerText.trim()) continue;
+    const css = getComputedStyle(p);
+    ctx.font = css.font;
+    const sample = 'the quick brown fox jumps over the lazy dog, 12.5 GB/s ';
+    const box = p.getBoundingClientRect().width / (ctx.measureText(sample).width / sample.length);
+    const chars = Math.min(box, p.innerText.length);  // a short line is short whatever its box
+    lines.push([Math.round(chars), parseFloat(css.fontSize), p.innerText.slice(0, 40)]);
+  }
+  const unboxed = [];
+  for (const el of document.querySelectorAll('table, img, figure, pre')) {
+    if (el.getBoundingClientRect().right <= window.innerWidth + 1) continue;
+    let box = el.parentElement;
+    while (box && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+    if (!box || box.getBoundingClientRect().right > window.innerWidth + 1)
+      unboxed.push(el.tagName + ': ' + (el.innerText || el.alt || '').slice(0, 40));
+  }
+  const aligned = [];  // column by column: a column of numbers right-aligned, a cell of words left
+  const isNumber = t => /^[-+−]?[\\d,.]+\\s*(%|×|µs|ms|s)?$/.test(t);
+  for (const table of document.querySelectorAll('table')) {
+    const columns = {};
+    for (const row of table.querySelectorAll('tbody tr'))
+      Array.from(row.cells).forEach((td, k) => (columns[k] = columns[k] || []).push(td));
+    for (const cells of Object.values(columns)) {
+      const shown = cells.filter(td => !['', '—'].includes(td.innerText.trim()));
+      const numbers = shown.length && shown.every(td => isNumber(td.innerText.trim()));
+      for (const td of shown) {
+        const text = td.innerText.trim(), align = getComputedStyle(td).textAlign;
+        if (numbers && align !== 'right') aligned.push(text + ' (' + align + ')');
+        if (!isNumber(text) && /[a-z]{3}/i.test(text) && !['left', 'start'].includes(align)) aligned.push(text.slice(0, 30));
+      }
+    }
+  }
+  return {viewport: (document.querySelector('meta[name=viewport]') || {}).content || '', lines, unboxed, aligned,
+          pageScroll: document.documentElement.scrollWidth, bodyFont: parseFloat(getComputedStyle(document.body).fontSize)};
+}"""
+
 # run in every page: what a reader at 1400 px would meet (issue 18)
 PAGE_CHECK = """() => {
+  const LAYOUT = __LAYOUT__;
   const wide = [];
   for (const el of document.querySelectorAll('table, img, figure, pre, p, ul, div.rendered_html')) {
     const parent = el.parentElement;
@@ -233,8 +277,8 @@ PAGE_CHECK = """() => {
     index: !!document.querySelector('a[href="index.html"]'),
     headlines: Object.fromEntries(Array.from(document.querySelectorAll('tr[data-key]')).map(
       tr => [tr.dataset.key, tr.cells[1].innerText.trim()])),
-    text: document.body.innerText, title: document.title};
-}"""
+    text: document.body.innerText, title: document.title, ...LAYOUT()};
+}""".replace("__LAYOUT__", LAYOUT)
 
 
 @pytest.mark.slow
@@ -273,6 +317,10 @@ def test_pages_read_well_in_a_browser_at_1400_px(replayed):
             assert not r["empty"], (name, r["empty"])
             assert not remote, (name, remote[:3])
             assert "Traceback" not in r["text"] and "Warning" not in r["text"], name
+            assert r["viewport"].startswith("width=device-width"), name
+            long = [line for line in r["lines"] if line[0] > READING_CHARS]
+            assert not long, (name, long[:3])  # text at a reading width
+            assert not r["aligned"], (name, r["aligned"][:5])  # text cells left, numbers right
             if name not in ("index", "run"):
                 assert r["index"], name
                 this = next(p for p in PAGES if p["notebook"] == name)
@@ -288,6 +336,40 @@ def test_pages_read_well_in_a_browser_at_1400_px(replayed):
     assert seen["index"]["headlines"]["best_share_4096"].startswith(f"{share:.1%}")
 
 
+READING_CHARS = 100  # characters a line of text may hold at most (about 80-100 reads well)
+
+
+@pytest.mark.slow
+def test_pages_read_on_a_phone_at_390_px(replayed):
+    """Issue 28: every page on a 390 px phone lays out at the phone's width (the viewport tag): the page never
+    scrolls sideways, a table or figure wider than the screen scrolls inside its own box, and the text is legible
+    (16 px, captions and links at least 12 px)."""
+    import shutil
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("Chromium is not installed (Debian: apt install chromium; .ci/run installs it)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed: pip install -e '.[test]'")
+    tree, _ = replayed
+    report = tree / "results" / "report"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=BROWSER_ARGS)
+        phone = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, device_scale_factor=3)
+        for name in ["index", "run", *(p["notebook"] for p in PAGES)]:
+            phone.goto((report / f"{name}.html").as_uri())
+            r = phone.evaluate(LAYOUT)
+            assert r["viewport"].startswith("width=device-width"), name
+            assert r["pageScroll"] <= 391, (name, r["pageScroll"])
+            assert not r["unboxed"], (name, r["unboxed"][:3])
+            small = [line for line in r["lines"] if line[1] < 12]  # captions and CSV links are smaller than text
+            assert not small and r["bodyFont"] >= 16, (name, r["bodyFont"], small[:3])
+            assert all(line[0] <= READING_CHARS for line in r["lines"]), name
+        browser.close()
+
+
 @pytest.mark.slow
 def test_the_h100_archive_replays_the_ladder_to_cublas(tree, tmp_path):
     """Issue 11: replaying the H100 archive shows the rungs' rates, FP32-only check, counters and roofline."""
@@ -301,7 +383,7 @@ def test_the_h100_archive_replays_the_ladder_to_cublas(tree, tmp_path):
     assert "REPLAYED from the archived run data/reference/h100" in html
     for text in ["The race to cuBLAS", "Share of cuBLAS (%)", "What each rung moved", "Roofline", "sm80_xmma_gemm"]:
         assert text in html, text
-    assert re.search(r"double_buffer</strong> over warptile: .+GFLOP/s ×\d", html)
+    assert re.search(r"double_buffer</strong> over warptile — the counters its file names: .+GFLOP/s ×\d", html)
     best = r"Fastest hand-written kernel on NVIDIA H100[^:]*: at 4096³, "
     best += r"(<strong>)?\w+(</strong>)? reaches [\d.]+ TFLOP/s"
     assert re.search(best, html)

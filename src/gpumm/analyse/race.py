@@ -123,8 +123,11 @@ def what_moved(counters: pd.DataFrame, rates: pd.DataFrame, families: list[dict]
             continue
         named, missing = [], []
         for col in MOVES.get(name, []):
-            if col in NOT_PROFILED or col not in c.columns:
-                missing.append(NOT_PROFILED.get(col, col))
+            if col in NOT_PROFILED:
+                missing.append(f"{NOT_PROFILED[col]} (the race's metric set does not collect it)")
+                continue
+            if col not in c.columns:
+                missing.append(f"{col} (absent from this run's profile)")
                 continue
             m = _move(col, *known[col], c.at[below, col], c.at[name, col])
             named.append(m[1] if m else f"{known[col][0]} unchanged ({_fmt(c.at[name, col])})")
@@ -140,7 +143,7 @@ def what_moved(counters: pd.DataFrame, rates: pd.DataFrame, families: list[dict]
         if named or missing:
             said.append(
                 "the counters its file names: "
-                + "; ".join(named + [f"{w} (not in this run's profile)" for w in missing])
+                + "; ".join(named + missing)
             )
         if others:
             said.append("most moved besides: " + "; ".join(w for _, w in sorted(others, key=lambda m: -m[0])[:top]))
