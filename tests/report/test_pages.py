@@ -59,7 +59,10 @@ def test_a_long_cell_is_cut_short_with_the_whole_text_a_hover_away():
     label = "transpose, one element per thread, global to global (reads along rows, writes along columns)"
     assert _cell(label) == label  # words wrap: shown whole
     defines = "MAXRREG=32,BM=16,BN=64,BK=16,UNROLL_K=1,LAUNCH_BOUNDS=256"
-    assert _cell(defines) == defines.replace(",", ",<wbr>").replace("_", "_<wbr>")  # after each comma, underscore
+    # after each comma, and after the underscores of a long word (11 characters or more)
+    assert _cell(defines) == defines.replace(",", ",<wbr>").replace("LAUNCH_", "LAUNCH_<wbr>")
+    assert _cell("sm_90") == "sm_90"  # a short word stays whole
+    assert _cell(12345678) == "12345678" and _cell("1,234,567", wrap=False) == "1,234,567"  # a number never breaks
     # a variant's name as a column header may break after each underscore (the transposes' tables at 1400 px)
     assert _cell("transpose_rows_block_rows8") == "transpose_<wbr>rows_<wbr>block_<wbr>rows8"
     assert _cell("a<b & c") == "a&lt;b &amp; c"  # escaped

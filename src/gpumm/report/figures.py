@@ -146,8 +146,11 @@ def show(df: pd.DataFrame, precision: int = 1, name: str | None = None, missing:
         md("*(nothing in this run)*")
         return
     plain = labels.for_reader(df.reset_index(drop=True))
-    numbers = {_cell(c) for c in plain.columns if style.numeric(plain[c])}
+    numeric = [c for c in plain.columns if style.numeric(plain[c])]
+    numbers = {_cell(c) for c in numeric}
     shown = plain.map(_cell)
+    for c in numeric:  # a number never breaks at its thousands separators
+        shown[c] = plain[c].map(lambda v: _cell(v, wrap=False))
     if len(plain.columns):  # the first column (a table's row names) stays on one line
         shown[shown.columns[0]] = plain[plain.columns[0]].map(lambda v: _cell(v, wrap=False))
     shown.columns = [_cell(c) for c in shown.columns]
@@ -166,11 +169,16 @@ LONG = 44  # a cell with a word longer than this shows its start, the whole text
 def _cell(value, wrap: bool = True) -> str:
     """One cell's HTML: escaped; a text that cannot wrap (a word longer than LONG, such as a cuBLAS kernel's
     name) cut short, in full in its title. Text made of ordinary words wraps and is shown whole, and a list
-    joined by commas (a build's defines), a shape (1023×1025×1024) or a variant's name (transpose_rows_block_rows8,
-    as a column header) may break after each comma, × or underscore."""
+    joined by commas (a build's defines) or a shape (1023×1025×1024) may break after each comma or ×, and a long
+    name (transpose_rows_block_rows8, as a column header; not sm_90) after each underscore. ``wrap=False``: no
+    breaks (a number, whose thousands separators are commas)."""
     text = str(value)
     if max((len(w) for w in re.split(r"[\s,×]+", text)), default=0) <= LONG:
-        return re.sub(r"([,×_])(?=\S)", r"\1<wbr>", html.escape(text)) if wrap else html.escape(text)
+        if not wrap:
+            return html.escape(text)
+        text = re.sub(r"([,×])(?=\S)", r"\1<wbr>", html.escape(text))
+        return re.sub(r"[^\s,×<>]{11,}", lambda m: re.sub(r"_(?=\S)", "_<wbr>", m[0]), text)  # not sm_90
+
     return f'<span title="{html.escape(text)}">{html.escape(text[: LONG - 1])}…</span>'
 
 

@@ -24,7 +24,7 @@ h1 { font-size: 1.9rem; line-height: 1.25; margin: 1.2rem 0 .8rem; }
 h2 { font-size: 1.45rem; line-height: 1.3; margin: 2rem 0 .6rem; border-bottom: 1px solid #d8dee4;
   padding-bottom: .2rem; }
 h3 { font-size: 1.15rem; margin: 1.4rem 0 .5rem; }
-p, li, dd, figcaption, .gpumm-text { max-width: 46rem; }
+p, li, dd, figcaption, .gpumm-text { max-width: 46rem; overflow-wrap: break-word; }
 p, ul, ol { margin: .6rem 0; }
 a { color: #0550ae; }
 code { font-size: .9em; background: #f3f4f6; padding: 0 .25em; border-radius: 3px; overflow-wrap: anywhere; }
