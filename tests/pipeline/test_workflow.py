@@ -239,12 +239,14 @@ LAYOUT = """() => {
       for (const td of shown) {
         const text = td.innerText.trim(), align = getComputedStyle(td).textAlign;
         if (numbers && align !== 'right') aligned.push(text + ' (' + align + ')');
-        if (!isNumber(text) && /[a-z]{3}/i.test(text) && !['left', 'start'].includes(align)) aligned.push(text.slice(0, 30));
+        const words = !isNumber(text) && /[a-z]{3}/i.test(text);
+        if (words && !['left', 'start'].includes(align)) aligned.push(text.slice(0, 30));
       }
     }
   }
   return {viewport: (document.querySelector('meta[name=viewport]') || {}).content || '', lines, unboxed, aligned,
-          pageScroll: document.documentElement.scrollWidth, bodyFont: parseFloat(getComputedStyle(document.body).fontSize)};
+          pageScroll: document.documentElement.scrollWidth,
+          bodyFont: parseFloat(getComputedStyle(document.body).fontSize)};
 }"""
 
 # run in every page: what a reader at 1400 px would meet (issue 18)

@@ -141,10 +141,7 @@ def what_moved(counters: pd.DataFrame, rates: pd.DataFrame, families: list[dict]
         ]
         said = []
         if named or missing:
-            said.append(
-                "the counters its file names: "
-                + "; ".join(named + missing)
-            )
+            said.append("the counters its file names: " + "; ".join(named + missing))
         if others:
             said.append("most moved besides: " + "; ".join(w for _, w in sorted(others, key=lambda m: -m[0])[:top]))
         if not said:
