@@ -458,3 +458,69 @@ def test_a_damaged_table_is_made_again_by_the_plain_command(replayed, tmp_path):
     finally:
         if summary.read_bytes() != good:
             summary.write_bytes(good)
+
+
+def _render_edited(tree, tmp_path, name, edits, pages):
+    """The replayed tables with ``edits`` ({table: function of its DataFrame}) applied and the manifest written
+    again, then ``pages`` rendered from them: {page: its text, tags stripped}."""
+    import pandas as pd
+
+    from gpumm.setup import manifest
+
+    src = tree / "results" / "tables"
+    tables = tmp_path / name / "tables"
+    shutil.copytree(src, tables)
+    for table, edit in edits.items():
+        path = tables / f"{table}.csv"
+        edit(pd.read_csv(path)).to_csv(path, index=False)
+    manifest.write(tables, [tables / rel for rel in manifest.read(src / manifest.NAME)])
+    out = subprocess.run(
+        [sys.executable, "-m", "gpumm", "pages", "--pages", ",".join(pages), "--tables", str(tables)]
+        + ["--jobs", "1", "--notebooks-out", str(tables.parent / "nb"), "--out", str(tables.parent / "html")],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    strip = lambda h: re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", h.replace("<wbr>", "")))  # noqa: E731
+    return {p: strip((tables.parent / "html" / f"{p}.html").read_text()) for p in pages}
+
+
+@pytest.mark.slow
+def test_sentences_flip_with_their_tables(replayed, tmp_path):
+    """Issue 28: a statement with a number or a comparison is written from its table, never typed: rendered from
+    hand-edited tables, each statement flips (bank conflicts cut but not to zero / gone; a goal not met / met; a
+    kernel that reaches the device copy / none does)."""
+    tree, _ = replayed
+    pages = ["transpose", "ladder", "coalescing"]
+    before = _render_edited(tree, tmp_path, "before", {}, pages)
+
+    def no_conflicts(d):
+        d.loc[d.variant.isin(["transpose_padded", "transpose_swizzle"]), "bank_conflicts"] = 0
+        return d
+
+    def goal(d):
+        return d.assign(met=~d.met.astype(bool), of_copy_kernel=d.of_copy_kernel * (0.9 if d.met[0] else 1.2))
+
+    def slower_cublas(d):
+        big = (d.variant == "cublas") & d.M.isin([4096, 8192]) & (d.M == d.N) & (d.N == d.K)
+        d.loc[big, "gflops"] *= 0.5
+        return d
+
+    def slower_copies(d):
+        d.loc[d.pattern.isin(["strided", "copy4"]), "share_of_device_copy"] = 0.8
+        return d
+
+    edits = {"profile_summary": no_conflicts, "transpose_goal": goal, "summary": slower_cublas}
+    after = _render_edited(tree, tmp_path, "after", {**edits, "coalescing_summary": slower_copies}, pages)
+
+    said = re.compile(r"transpose_padded` [\d,]+ \(([^)]*)\)|transpose_padded [\d,]+ \(([^)]*)\)")
+    assert "not to zero" in before["transpose"] and "none" not in said.search(before["transpose"]).group(0)
+    assert "not to zero" not in after["transpose"] and "(none)" in said.search(after["transpose"]).group(0)
+    was_met = "the goal is met." in before["transpose"]
+    assert was_met != ("the goal is met." in after["transpose"])
+    assert ("the goal is not met." in after["transpose"]) == was_met
+    assert "The goal of 95% at 4096³ and 8192³ is not met" in before["ladder"]
+    assert "The goal of 95% at 4096³ and 8192³ is met" in after["ladder"]
+    assert "A kernel of this run reaches the device-to-device copy's rate" in before["coalescing"]
+    assert "Neither reaches the device-to-device copy" in after["coalescing"]
