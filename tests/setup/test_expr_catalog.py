@@ -146,3 +146,22 @@ def test_a_tuning_search_is_checked():
     families["interior"]["params"] = {"TILE": {"default": [16], "min": 1, "max": 32}}
     with pytest.raises(catalog.CatalogError, match="`tune` or `params`, not both"):
         catalog._check_family("interior", families["interior"], families)
+
+
+def test_every_race_rung_shows_the_lines_of_its_idea(tmp_path):
+    """Issue 28: kernels/excerpts.yaml picks, for every rung of the race, lines of its kernel file; each piece's
+    start matches one line only, and a start that matches several is refused by name."""
+    from gpumm.analyse import race
+
+    families = catalog.load()
+    chain = race.chain([{"family": n, "rung_below": f.get("rung_below")} for n, f in families.items()])
+    for name in [f for f in chain if f != "cublas"]:
+        text, where = catalog.excerpt(name, families)
+        assert text.strip() and where.startswith("line"), name
+        first = (catalog.paths.KERNELS / families[name]["file"]).read_text().splitlines()
+        assert text.splitlines()[0].strip() in [x.strip() for x in first], name
+    assert catalog.excerpt("tiled", families) == ("", "")
+    bad = tmp_path / "excerpts.yaml"
+    bad.write_text("naive: {start: 'int', lines: 2}\n")
+    with pytest.raises(ValueError, match=r"naive: 'int' matches \d+ lines of kernels/matmul/naive.cu"):
+        catalog.excerpt("naive", families, path=bad)

@@ -219,8 +219,12 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     tables["study_cost"] = pd.DataFrame(reference.costs(), columns=reference.COST_COLUMNS)
     families = catalog.load()
     tables["kernel_notes"] = pd.DataFrame(
-        [{"family": n, "file": f.get("file", ""), "says": catalog.header(n, families)} for n, f in families.items()],
-        columns=["family", "file", "says"],
+        [
+            {"family": n, "file": f.get("file", ""), "says": catalog.header(n, families)}
+            | dict(zip(("excerpt", "excerpt_lines"), catalog.excerpt(n, families)))
+            for n, f in families.items()
+        ],
+        columns=["family", "file", "says", "excerpt", "excerpt_lines"],
     )
     tuned = {name: list(fam["tune"]) for name, fam in families.items() if fam.get("tune")}
     tables["tuning"] = race.tuning_search(summary, tuned)

@@ -163,6 +163,16 @@ def show(df: pd.DataFrame, precision: int = 1, name: str | None = None, missing:
     download(df, name)
 
 
+def code(text: str, summary: str) -> None:
+    """A short piece of source code, folded under a one-line ``summary`` that opens it."""
+    display(
+        HTML(
+            f'<details class="code"><summary>{html.escape(summary)}</summary>'
+            f"<pre><code>{html.escape(text)}</code></pre></details>"
+        )
+    )
+
+
 LONG = 44  # a cell with a word longer than this shows its start, the whole text a hover away
 
 

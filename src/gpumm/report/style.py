@@ -43,6 +43,11 @@ p.csv { font-size: .85rem; margin: .2rem 0 1rem; }
 figure.gpumm { margin: 1rem 0; max-width: 100%; }
 figure.gpumm img { max-width: 100%; height: auto; }
 figure.gpumm figcaption { font-size: .92rem; color: #3d444d; }
+details.code { margin: .3rem 0; max-width: 100%; }
+details.code summary { cursor: pointer; font-size: .92rem; }
+details.code pre { overflow-x: auto; max-width: 100%; background: #f6f8fa; border: 1px solid #d8dee4;
+  border-radius: 4px; padding: .5rem .7rem; margin: .3rem 0 .8rem; font-size: .8rem; line-height: 1.4; }
+details.code pre code { background: none; padding: 0; overflow-wrap: normal; }
 @media (max-width: 700px) {
   body { padding: .25rem .7rem 2rem; }
   h1 { font-size: 1.5rem; } h2 { font-size: 1.25rem; }

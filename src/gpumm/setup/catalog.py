@@ -350,3 +350,37 @@ def header(family: str, families: dict | None = None) -> str:
         if text:
             lines.append(text)
     return " ".join(lines)
+
+
+EXCERPTS = paths.KERNELS / "excerpts.yaml"
+
+
+def excerpt(family: str, families: dict | None = None, path: Path = EXCERPTS) -> tuple[str, str]:
+    """(the lines of a family's kernel file that are its idea, where they are: "lines 12-14"), as
+    ``kernels/excerpts.yaml`` selects them; ("", "") for a family without one. ValueError naming the family where a
+    piece's start matches no line or more than one."""
+    pieces = yamlfile.load(path).get(family) if path.is_file() else None
+    if not pieces:
+        return "", ""
+    fam = (families if families is not None else load()).get(family, {})
+    lines = (paths.KERNELS / fam["file"]).read_text().splitlines()
+    found = []
+    for piece in pieces if isinstance(pieces, list) else [pieces]:
+        at = [i for i, line in enumerate(lines) if re.search(piece["start"], line)]
+        if len(at) != 1:
+            raise ValueError(
+                f"{paths.shown(path)}: {family}: {piece['start']!r} matches {len(at)} lines of kernels/{fam['file']}"
+                " (one wanted)"
+            )
+        found.append((at[0], at[0] + int(piece["lines"])))
+    found.sort()
+    text = "\n    ...\n".join(_dedent(lines[a:b]) for a, b in found)
+    where = ", ".join(f"line {a + 1}" if b == a + 1 else f"lines {a + 1}-{b}" for a, b in found)
+    return text, where
+
+
+def _dedent(lines: list[str]) -> str:
+    """The lines without the indent they share, preprocessor lines (at column 0) left out of the count."""
+    indents = [len(x) - len(x.lstrip()) for x in lines if x.strip() and not x.lstrip().startswith("#")]
+    cut = min(indents, default=0)
+    return "\n".join(x[cut:] if x[:cut].strip() == "" else x.lstrip() for x in lines)
