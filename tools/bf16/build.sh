@@ -1,0 +1,43 @@
+#!/bin/sh
+# Build the BF16 ladder's candidates (issue 30) into cubins/: one line per candidate, its name, its kernel file
+# and the defines that make it; sm_90a (wgmma, setmaxnreg need the "a" target; rungs 1-2 are sm_80 code built the
+# same way for this exploration). Prints ptxas's registers / spills per candidate and keeps the full ptxas report
+# and the list (cubins/manifest.txt, read by run.py) beside the cubins. Run from anywhere: sh tools/bf16/build.sh
+set -e
+cd "$(dirname "$0")"
+mkdir -p cubins
+rm -f cubins/*.cubin cubins/manifest.txt cubins/ptxas.txt
+NVCC=${NVCC:-nvcc}
+FLAGS="-gencode=arch=compute_90a,code=sm_90a -cubin -O3 -std=c++17"
+status=0
+while read name src defs; do
+  case "$name" in ''|'#'*) continue;; esac
+  if ! "$NVCC" $FLAGS $defs -o cubins/$name.cubin $src -Xptxas -v > cubins/$name.log 2>&1; then
+    echo "$name: BUILD FAILED"; cat cubins/$name.log; status=1; continue
+  fi
+  echo "$name $src $defs" >> cubins/manifest.txt
+  { echo "== $name ($src $defs)"; cat cubins/$name.log; } >> cubins/ptxas.txt
+  regs=$(grep -o "Used [0-9]* registers" cubins/$name.log | head -1)
+  spill=$(grep -o "[0-9]* bytes spill stores, [0-9]* bytes spill loads" cubins/$name.log | head -1)
+  stack=$(grep -o "[0-9]* bytes stack frame" cubins/$name.log | head -1)
+  warn=$(grep -ci "warning" cubins/$name.log || true)
+  echo "$name: $regs; $stack; $spill; warnings: $warn"
+  rm -f cubins/$name.log
+done <<'LIST'
+# name                   file           defines
+wmma_128x128             wmma.cu        -DBM=128 -DBN=128 -DBK=32 -DWM=64 -DWN=32
+mma_128x128_s4           mma_sync.cu    -DBM=128 -DBN=128 -DWM=64 -DWN=32 -DSTAGES=4
+mma_128x256_s3           mma_sync.cu    -DBM=128 -DBN=256 -DWM=64 -DWN=64 -DSTAGES=3
+wgtma_128x256_s3         wgmma_tma.cu   -DBM=128 -DBN=256 -DSTAGES=3
+wgtma_128x256_s4         wgmma_tma.cu   -DBM=128 -DBN=256 -DSTAGES=4
+ws_128x256_s4            warpspec.cu    -DNCONS=2 -DBN=256 -DSTAGES=4
+pers_128x256_s4_g8       persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=0
+pers_128x256_s4_rows     persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DORDER=1 -DSTORE=0
+pers_128x256_s4_g8_tma   persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1
+pers_128x256_s4_g16_tma  persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1
+cl_128x256_s4_g8         cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=0 -DMC=0
+cl_128x256_s4_g8_tma     cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DMC=0
+cl_128x256_s4_g16_tma    cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DMC=0
+cl_128x256_s4_g8_mca_tma cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DMC=1
+LIST
+exit $status
