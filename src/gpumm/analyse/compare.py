@@ -111,7 +111,7 @@ def sentences(t: pd.DataFrame, base: str, other: str) -> list[str]:
         x, y, hw = a.at[what, "value"], b.at[what, "value"], a.at[what, "hardware"]
         if not (x > 0 and y > 0) or not isinstance(hw, str) or not hw or what in TRACKS.values():
             continue
-        said = f"{what}: {other} {y:,.0f} against {base} {x:,.0f} {a.at[what, 'unit']} (×{y / x:.2f})"
+        said = f"{what}: {other} {_num(y)} against {base} {_num(x)} {a.at[what, 'unit']} (×{y / x:.2f})"
         if hw not in TRACKS:
             out.append(
                 f"{said}; it crosses the PCIe bus, not the GPU's memory, so no number of the GPUs' "
@@ -127,6 +127,11 @@ def sentences(t: pd.DataFrame, base: str, other: str) -> list[str]:
             "it (within 10%)."
         )
     return out
+
+
+def _num(v: float) -> str:
+    """Three significant digits at least, so that two numbers a ratio compares show it (55.4 against 54.9)."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
 
 
 def methods(t: pd.DataFrame) -> dict[str, str]:

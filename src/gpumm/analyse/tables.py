@@ -220,11 +220,12 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     families = catalog.load()
     tables["kernel_notes"] = pd.DataFrame(
         [
-            {"family": n, "file": f.get("file", ""), "says": catalog.header(n, families)}
+            {"family": n, "file": f.get("file", ""), "label": f.get("label", ""), "says": catalog.header(n, families)}
+            | {"flags": " ".join(f.get("nvcc_flags", []))}
             | dict(zip(("excerpt", "excerpt_lines"), catalog.excerpt(n, families)))
             for n, f in families.items()
         ],
-        columns=["family", "file", "says", "excerpt", "excerpt_lines"],
+        columns=["family", "file", "label", "says", "flags", "excerpt", "excerpt_lines"],
     )
     tuned = {name: list(fam["tune"]) for name, fam in families.items() if fam.get("tune")}
     tables["tuning"] = race.tuning_search(summary, tuned)

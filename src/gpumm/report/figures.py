@@ -26,7 +26,7 @@ _PAGE = {"name": "page", "count": 0, "data": None, "plot": None, "tables": None,
 # a variant keeps one colour, marker and dash on a page, in every chart and panel: the first variant drawn on the
 # page takes the first style, the next new one the next (ten clearly distinct colours, then their light shades)
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
-PALETTE += ["#17becf", "#000000", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2"]
+PALETTE += ["#17becf", "#8c6d31", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2"]
 MARKERS = ["o", "s", "D", "^", "v", "P", "X", "h", "<", ">", "p"]
 DASHES = ["", (4, 1.5), (1, 1), (3, 1, 1, 1), (5, 1, 1, 1, 1, 1), (2, 2), (6, 2)]
 
@@ -296,24 +296,18 @@ def size_plot(
     mode: str | None = "device",
     floor_ms: float = float("nan"),
     legend: str = "right",
+    bound_from: pd.DataFrame | None = None,
 ):
     """Median (IQR band) of ``y`` against square size, one line per variant, log-log; memory ``mode`` only.
 
     Only powers of two are drawn (another square size inside the sweep, such as
     1000, would make a false step). ``floor_ms``, the launch-overhead floor,
     is drawn as its own dashed line: a time at it (or a rate at its ceiling,
-    2n³ over the floor) measures the launch, not the kernel.
+    2n³ over the floor) measures the launch, not the kernel. ``bound_from``: the samples that decide which sizes
+    are launch-bound (the variants of every panel of a figure, so that its panels shade the same sizes); by
+    default this panel's.
     """
-    d = samples[
-        (samples.status == "ok")
-        & (samples.M == samples.N)
-        & (samples.N == samples.K)
-        & (samples.timed == timed)
-        & samples.variant.isin(variants)
-    ].copy()
-    d = d[d.M.map(is_power_of_two).astype(bool)]  # a boolean mask even when d is empty (else: a column list)
-    if mode is not None:
-        d = d[d.memory_mode.isin([mode, "host"])]  # the CPU baselines run in host memory
+    d = _squares(samples[samples.variant.isin(variants)], timed, mode)
     if d.empty:
         md(f"*No timed samples for {title}.*")
         return None
@@ -348,7 +342,7 @@ def size_plot(
             ceiling = 2 * n**3 / (floor_ms * 1e-3) / 1e9 * scale
             near = ceiling <= 10 * d.value.max()
             ax.plot(n[near], ceiling[near], ls=":", lw=2, color="black", label="launch-overhead ceiling")
-        bound = launch_bound(d, floor_ms)
+        bound = launch_bound(d if bound_from is None else _squares(bound_from, timed, mode), floor_ms)
         if bound:
             ax.axvspan(
                 ticks[0] / 1.4,
@@ -369,6 +363,15 @@ def size_plot(
     else:
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     return ax
+
+
+def _squares(samples: pd.DataFrame, timed: str, mode: str | None) -> pd.DataFrame:
+    """The verified samples of square powers of two, of one timing and memory mode (the CPU's host too)."""
+    d = samples[
+        (samples.status == "ok") & (samples.M == samples.N) & (samples.N == samples.K) & (samples.timed == timed)
+    ].copy()
+    d = d[d.M.map(is_power_of_two).astype(bool)]  # a boolean mask even when d is empty (else: a column list)
+    return d[d.memory_mode.isin([mode, "host"])] if mode is not None else d  # the CPU baselines run in host memory
 
 
 LAUNCH_BOUND_SHARE = 0.2  # a size is launch-bound where the floor is at least this share of the fastest kernel's time

@@ -248,7 +248,8 @@ source's published numbers; then past the sources, a race of hand-written FP32 k
 
 def run_page(tables: Path, source: dict) -> str:
     """The run page's body: method notes, settings a replay did not use, variants, profiles, provenance."""
-    t = {name: _read(tables, name) for name in ("samples", "summary", "verification", "profile_summary", "overhead")}
+    names = ("samples", "summary", "verification", "profile_summary", "overhead", "variants")
+    t = {name: _read(tables, name) for name in names}  # variants: what each profiled kernel computes
     t["source"] = source
     notes = "\n".join(f"<h3>{html.escape(h)}</h3><p>{html.escape(text)}</p>" for h, text in method.all_notes(t) if text)
     ds = source.get("data_source", {})
@@ -276,10 +277,22 @@ def run_page(tables: Path, source: dict) -> str:
         for s, o in zip(v.get("stale", []), v.get("origin", []))
     ]
     cols = ["variant", "label", "op", "defines"] + (["note"] if v["note"].astype(bool).any() else [])
+    if "defines" in v:
+        v["defines"] = v.defines.fillna("none")  # a kernel without compile-time defines, or a library call
     shown = v[[c for c in cols if c in v]].rename(columns={"op": "computes"})
     shown["studies"] = [id_links(s) for s in variants["studies"].fillna("")]  # the family's study IDs
     prof = _read(tables, "profiles")
     prof = prof.drop_duplicates("variant")[["variant", "status", "reason"]] if len(prof) else prof
+    if len(prof):  # one column: taken, or why it is missing
+        prof = pd.DataFrame(
+            {
+                "variant": prof.variant,
+                "profile": [
+                    "taken" if st == "ok" else (str(r) if r == r and str(r) else f"missing ({st})")
+                    for st, r in zip(prof.status, prof.reason)
+                ],
+            }
+        )
     gpu = source.get("gpu", {})
     prov = {k: source.get(k) for k in ("date", "git_commit", "cupy", "nvcc", "python", "config_digest", "host")}
     prov.update({f"gpu: {k}": val for k, val in gpu.items()})

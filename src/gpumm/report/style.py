@@ -39,6 +39,7 @@ td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 td.n, td:first-child { white-space: nowrap; }
 tbody tr:nth-child(even) { background: #f6f8fa; }
 table.headline td:nth-child(2) { font-weight: 600; }
+table.headline td:first-child { white-space: normal; min-width: 9rem; }
 p.csv { font-size: .85rem; margin: .2rem 0 1rem; }
 figure.gpumm { margin: 1rem 0; max-width: 100%; }
 figure.gpumm img { max-width: 100%; height: auto; }
@@ -52,6 +53,10 @@ details.code pre code { background: none; padding: 0; overflow-wrap: normal; }
   body { padding: .25rem .7rem 2rem; }
   h1 { font-size: 1.5rem; } h2 { font-size: 1.25rem; }
   table { font-size: .85rem; }
+  /* a figure keeps its drawn size (its labels legible) and scrolls sideways inside its box; the caption stays */
+  figure.gpumm { overflow-x: auto; }
+  figure.gpumm img { max-width: none; width: auto; }
+  figure.gpumm figcaption { position: sticky; left: 0; max-width: calc(100vw - 1.4rem); }
 }
 </style>
 """
