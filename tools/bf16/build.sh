@@ -39,5 +39,13 @@ cl_128x256_s4_g8         cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DS
 cl_128x256_s4_g8_tma     cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DMC=0
 cl_128x256_s4_g16_tma    cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DMC=0
 cl_128x256_s4_g8_mca_tma cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DMC=1
+pp_128x128_s6_g16_tma    pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=16 -DSTORE=1 -DCL=1
+pp_128x128_s6_g8_tma     pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=8 -DSTORE=1 -DCL=1
+pp_128x128_s6_g16        pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=16 -DSTORE=0 -DCL=1
+ppcl_128x128_s6_g16_tma  pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=16 -DSTORE=1 -DCL=2
+sk_128x256_s4_g16_tma    streamk.cu     -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1
+pp_128x128_s6_g4_tma     pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=4 -DSTORE=1 -DCL=1
+pp_128x128_s6_g2_tma     pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=2 -DSTORE=1 -DCL=1
+ppcl_128x128_s6_g8_tma   pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=8 -DSTORE=1 -DCL=2
 LIST
 exit $status

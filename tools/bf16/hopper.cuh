@@ -28,6 +28,8 @@ enum {
     G_GM,          // tile-order group height (persistent rungs)
     G_CBOXC,       // C store box: columns (fp32), rows
     G_CBOXR,
+    G_WS,          // 1: takes a stream-K workspace (grid x BM x BN fp32) and grid flags (int32, zeroed) as two
+                   // more arguments, and a grid of SM count (streamk.cu); absent (0) in the other rungs
     G_N
 };
 #define BF16_GEOM(...) extern "C" __constant__ int bf16_geom[G_N] = {__VA_ARGS__}
@@ -208,6 +210,11 @@ __device__ __forceinline__ void cluster_sync()
 __device__ __forceinline__ void named_sync(int id, int n)
 {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+// arrive on named barrier `id` of `n` threads without waiting (the other side waits with named_sync)
+__device__ __forceinline__ void named_arrive(int id, int n)
+{
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
 }
 
 // ---- epilogues -----------------------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ GEOM = [
     "GM",
     "CBOXC",
     "CBOXR",
+    "WS",
 ]
 SHAPES = [  # M, N, K, checks, who: "all" or "anyk" (only candidates that take any K)
     (4096, 4096, 4096, ("exact", "round"), "all"),
@@ -76,7 +77,10 @@ SHAPES = [  # M, N, K, checks, who: "all" or "anyk" (only candidates that take a
     (8192, 8192, 8192, ("round",), "all"),
 ]
 TOL_C = 1.0
-TIMING = {4096: (40, 5), 8192: (16, 2)}  # size: (rounds, launches per sample)
+TIMING = {  # size: (rounds, launches per sample); the rounds can be raised from the environment
+    4096: (int(os.environ.get("ROUNDS_4096", "40")), 5),
+    8192: (int(os.environ.get("ROUNDS_8192", "16")), 2),
+}
 HANG_S = float(os.environ.get("HANG_S", "10"))
 
 
@@ -110,7 +114,7 @@ def cubin_geom(path: Path) -> dict:
             name, _info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", d, sec[4] + i * 24)
             if cstr(strtab + name) == "bf16_geom":
                 vals = struct.unpack_from(f"<{size // 4}i", d, secs[shndx][4] + value)
-                return dict(zip(GEOM, vals))
+                return {"WS": 0, **dict(zip(GEOM, vals))}  # cubins from before the WS field: no workspace
     raise RuntimeError(f"{path.name}: no bf16_geom symbol")
 
 
@@ -262,6 +266,8 @@ class Candidate:
         if g["CLUSTER"] > 1:  # pairs of tiles; one cluster per pair, at most what is resident at once
             pairs = (-(-nm // 2)) * nn if self._pair_rows() else nm * (-(-nn // 2))
             return (2 * max(1, min(self.clusters, pairs)), 1, 1)
+        if g["WS"]:  # stream-K: one CTA per SM whatever the tile count (small shapes split every tile)
+            return (self.sms, 1, 1)
         if g["PERSISTENT"]:
             return (min(self.sms, nm * nn), 1, 1)
         return (nm, nn, 1)
@@ -288,6 +294,11 @@ class Candidate:
                 c_tma = int(g["STORE"] == 1 and N % 4 == 0)
                 mc = tensor_map(C.data.ptr, 7, 4, M, N, g["CBOXR"], g["CBOXC"]) if c_tma else np.zeros(1, MAP_DTYPE)
                 args = (ma, mb, mc, C, *ints, np.int32(c_tma))
+                if g["WS"]:  # a partial-sum slot of BM x BN fp32 per CTA and a flag per CTA (zero; the kernel
+                    # leaves them zero again)
+                    ws = cp.empty(grid[0] * g["BM"] * g["BN"], dtype=cp.float32)
+                    flags = cp.zeros(grid[0], dtype=cp.int32)
+                    args = (*args, ws, flags)
             else:
                 args = (ma, mb, C, *ints)
         fn = self.fn
@@ -463,6 +474,10 @@ def verify(names: list[str]) -> None:
                     run = c.bind(A, Bt, C, M, N, K)
                     run()
                     wait_or_die(label)
+                    if c.g.get("WS"):  # stream-K: a second launch on the same workspace and flags, which the
+                        C.fill(cp.nan)  # first must have left reset; the check is on the second
+                        run()
+                        wait_or_die(label + " (second launch)")
                 except Exception as exc:  # noqa: BLE001  a fault leaves the context unusable: report and leave
                     print(
                         json.dumps(
