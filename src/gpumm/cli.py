@@ -17,10 +17,9 @@ from gpumm.build import commands as build_steps
 from gpumm.profile import commands as profile_steps
 from gpumm.report import commands as report_steps
 from gpumm.run import commands as run_steps
+from gpumm.setup import records
 
-# pandas, CuPy and the measuring modules are imported by the steps that use them: a replay step copies a few
-# files, and the pipeline starts about a hundred of them
-
+# pandas, CuPy and the measuring modules are imported by the steps that use them (a replay step copies a few files)
 STAGES = (build_steps, run_steps, profile_steps, archive_steps, analyse_steps, report_steps)
 
 # Help of the options every step shares; an option not here has its own help where it is added.
@@ -99,11 +98,12 @@ def _user_error(exc: Exception) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    started = time.time()
-    rc = 1
+    # the workflow's steps seal what they wrote when they end well (gpumm.setup.records)
+    outputs, argv = records.outputs_to_seal(sys.argv[1:] if argv is None else list(argv))
+    started, rc = time.time(), 1
     try:
         rc = _main(argv)
+        records.seal(outputs if rc == 0 else [])
         return rc
     finally:
         log = os.environ.get(archive_steps.RUN_LOG_ENV)

@@ -172,7 +172,7 @@ GPU_COMMANDS = {
 }
 # steps that never touch the GPU themselves (the *-target steps run under ncu, inside a GPU step)
 CPU_COMMANDS = {"build", "build-micro", "replay", "replay-provenance", "replay-study", "collect", "index", "archive"}
-CPU_COMMANDS |= {"import-profile", "profile-target", "pages", "worker", "pack-archive", "docs"}
+CPU_COMMANDS |= {"import-profile", "profile-target", "pages", "pages-check", "worker", "pack-archive", "docs"}
 
 
 def test_every_step_of_the_command_line_is_classified():
@@ -188,7 +188,7 @@ def _jobs(text):
     jobs = []
     for block in re.split(r"\n\[[^\]]+\]\n", text):
         rule = re.search(r"^(?:local)?rule (\w+):", block, re.M)
-        step = re.search(r"python -m gpumm ([\w-]+)", block)
+        step = re.search(r"python -m gpumm (?:--seal '[^']*' )?([\w-]+)", block)
         if rule and step:
             res = re.search(r"^\s*resources: (.*)$", block, re.M)
             jobs.append((rule.group(1), res.group(1) if res else "", step.group(1)))
@@ -239,7 +239,7 @@ def test_every_command_a_measure_run_plans_is_one_the_command_line_accepts(tree,
     shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
     shutil.copy2(paths.ROOT / config_file, copy / "config.yaml")
     text = _measure_plan(copy, 1)
-    commands = re.findall(r"python -m gpumm (.*?)(?: >| 2>| \||$)", text, re.M)
+    commands = re.findall(r"python -m gpumm (?:--seal '[^']*' )?(.*?)(?: >| 2>| \||$)", text, re.M)
     steps = set()
     for command in commands:
         args = shlex.split(command)

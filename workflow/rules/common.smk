@@ -20,7 +20,7 @@ from gpumm.run import gpu
 from gpumm.run import devices as gpumm_devices
 from gpumm.archive import reference
 from gpumm.setup import locks as gpumm_locks
-from gpumm.setup import manifest as gpumm_manifest
+from gpumm.setup import records as gpumm_records
 from gpumm.run import operations as gpumm_operations
 from gpumm.profile import session as gpumm_profile
 from gpumm.report.pages import names as page_names
@@ -188,20 +188,15 @@ def finish(success: bool) -> None:
         )
 
 
-# A table that no longer matches what collect wrote (cut short, emptied, edited): drop collect's manifest, so that
-# this run makes the tables again (the manifest is one of collect's outputs) before any page reads them.
-_damaged = gpumm_manifest.problems(Path("results/tables"))
-if _damaged:
-    Path("results/tables/manifest.json").unlink(missing_ok=True)
-    for _line in _damaged:
-        print(f"gpumm: {_line}; collect makes the tables again", file=sys.stderr)
-# The same for each variant's samples against the record its meta.json keeps: the step that wrote them runs again.
-for _meta in sorted(Path("results/raw").glob("*/meta.json")):
-    for _line in gpumm_manifest.recorded(_meta):
-        print(f"gpumm: {_line}; its step runs again", file=sys.stderr)
-        _meta.unlink(missing_ok=True)
+# A result that no longer matches what its step wrote (cut, emptied, edited, deleted; whatever its modification
+# time says): it goes, with the files its step wrote with it and the output that makes the steps after it run
+# again, so that this run makes them again (gpumm.setup.records). The records themselves stay.
+for _found in gpumm_records.check():
+    print(f"gpumm: {_found.line}", file=sys.stderr)
+    gpumm_records.repair([_found])
 
-# an archive that is not replayed and cannot be read is left out, and said so; it stops nothing
+# an archive that is not replayed and cannot be read, or differs from its manifest, is left out (the comparison
+# page does without it), and said so; it stops nothing
 for _name, _why in reference.damaged().items():
     print(f"gpumm: archive {_name} left out: {_why}", file=sys.stderr)
 

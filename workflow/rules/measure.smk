@@ -31,7 +31,7 @@ rule build:
         arch=ARCH,
         defines=lambda w: VARIANTS[w.variant].defines_text(),
     shell:
-        "nice -n 10 python -m gpumm build --variant {wildcards.variant} --arch {params.arch}"
+        "nice -n 10 python -m gpumm --seal '{output}' build --variant {wildcards.variant} --arch {params.arch}"
         " --out-dir results/build/{wildcards.variant} > {log} 2>&1"
 
 
@@ -47,7 +47,7 @@ rule build_host:
     conda:
         ENV
     shell:
-        "nice -n 10 python -m gpumm build --variant {wildcards.variant} --arch host"
+        "nice -n 10 python -m gpumm --seal '{output}' build --variant {wildcards.variant} --arch host"
         " --out-dir results/build/{wildcards.variant} > {log} 2>&1"
 
 
@@ -74,7 +74,7 @@ rule measure:
             )
         ),
     shell:
-        "python -m gpumm measure --variant {wildcards.variant} {params.binary}"
+        "python -m gpumm --seal '{output}' measure --variant {wildcards.variant} {params.binary}"
         " --settings {params.settings} --out-dir results/raw/{wildcards.variant}"
         " 2>&1 | tee {log}"
 
@@ -126,7 +126,7 @@ rule profile:
         metrics=PROFILE_METRICS,
         disabled="" if config["profile"]["enabled"] else "--disabled",
     shell:
-        "python -m gpumm profile --plan {params.plan} --seed {params.seed} --metrics={params.metrics}"
+        "python -m gpumm --seal '{output}' profile --plan {params.plan} --seed {params.seed} --metrics={params.metrics}"
         " {params.disabled} --results results 2>&1 | tee {log}"
 
 
@@ -145,7 +145,7 @@ rule provenance:
         config=shlex.quote(json.dumps(config)),
         why=DECISION.why,
     shell:
-        "python -m gpumm provenance --variants {params.variants}"
+        "python -m gpumm --seal '{output}' provenance --variants {params.variants}"
         " --config-digest {params.config_digest} --config {params.config} --why '{params.why}'"
         " --out {output} > {log} 2>&1"
 
@@ -167,7 +167,7 @@ rule build_micro:
     params:
         arch=ARCH,
     shell:
-        "nice -n 10 python -m gpumm build-micro --name {wildcards.micro} --arch {params.arch}"
+        "nice -n 10 python -m gpumm --seal '{output}' build-micro --name {wildcards.micro} --arch {params.arch}"
         " --out-dir results/build/{wildcards.micro} > {log} 2>&1"
 
 
@@ -187,7 +187,7 @@ rule coalescing:
         timing=json.dumps(config["timing"], sort_keys=True),
         seed=config["seed"],
     shell:
-        "python -m gpumm coalescing --cubin {input.cubin} --plan '{params.plan}'"
+        "python -m gpumm --seal '{output}' coalescing --cubin {input.cubin} --plan '{params.plan}'"
         " --timing '{params.timing}' --seed {params.seed} --out-dir results/raw/coalescing 2>&1 | tee {log}"
 
 
@@ -204,7 +204,7 @@ rule bandwidth:
         nbytes=config["bandwidth"]["bytes"],
         timing=json.dumps(config["timing"], sort_keys=True),
     shell:
-        "python -m gpumm bandwidth --bytes {params.nbytes} --timing '{params.timing}'"
+        "python -m gpumm --seal '{output}' bandwidth --bytes {params.nbytes} --timing '{params.timing}'"
         " --out-dir results/raw/bandwidth > {log} 2>&1"
 
 
@@ -222,7 +222,7 @@ rule hierarchy:
     params:
         seed=config["seed"],
     shell:
-        "python -m gpumm hierarchy --cubin {input.cubin} --seed {params.seed}"
+        "python -m gpumm --seal '{output}' hierarchy --cubin {input.cubin} --seed {params.seed}"
         " --out-dir results/raw/hierarchy 2>&1 | tee {log}"
 
 
@@ -238,4 +238,4 @@ rule overhead:
     resources:
         **GPU_RESOURCES,
     shell:
-        "python -m gpumm overhead --cubin {input.cubin} --out-dir results/raw/overhead > {log} 2>&1"
+        "python -m gpumm --seal '{output}' overhead --cubin {input.cubin} --out-dir results/raw/overhead > {log} 2>&1"

@@ -21,7 +21,7 @@ rule replay_variant:
     conda:
         ENV
     shell:
-        "python -m gpumm replay --variant {wildcards.variant} --part all"
+        "python -m gpumm --seal '{output}' replay --variant {wildcards.variant} --part all"
         " --archive {input.archive} > {log} 2>&1"
 
 
@@ -41,7 +41,7 @@ rule replay_library_variant:
     conda:
         ENV
     shell:
-        "python -m gpumm replay --variant {wildcards.variant} --part raw"
+        "python -m gpumm --seal '{output}' replay --variant {wildcards.variant} --part raw"
         " --archive {input.archive} > {log} 2>&1"
 
 
@@ -60,7 +60,7 @@ rule replay_provenance:
         config_digest=gpumm_config.digest(config),
         config=shlex.quote(json.dumps(config)),
     shell:
-        "python -m gpumm replay-provenance --archive {input.archive}"
+        "python -m gpumm --seal '{output}' replay-provenance --archive {input.archive}"
         " --variants {params.variants} --why '{params.why}'"
         " --config-digest {params.config_digest} --config {params.config} 2>&1 | tee {log}"
 
@@ -80,7 +80,7 @@ rule replay_coalescing:
     conda:
         ENV
     shell:
-        "python -m gpumm replay-study --study coalescing --archive {input.archive} > {log} 2>&1"
+        "python -m gpumm --seal '{output}' replay-study --study coalescing --archive {input.archive} > {log} 2>&1"
 
 
 rule replay_bandwidth:
@@ -93,7 +93,7 @@ rule replay_bandwidth:
     conda:
         ENV
     shell:
-        "python -m gpumm replay-study --study bandwidth --archive {input.archive} > {log} 2>&1"
+        "python -m gpumm --seal '{output}' replay-study --study bandwidth --archive {input.archive} > {log} 2>&1"
 
 
 rule replay_overhead:
@@ -106,7 +106,7 @@ rule replay_overhead:
     conda:
         ENV
     shell:
-        "python -m gpumm replay-study --study overhead --archive {input.archive} > {log} 2>&1"
+        "python -m gpumm --seal '{output}' replay-study --study overhead --archive {input.archive} > {log} 2>&1"
 
 
 rule replay_hierarchy:
@@ -119,4 +119,4 @@ rule replay_hierarchy:
     conda:
         ENV
     shell:
-        "python -m gpumm replay-study --study hierarchy --archive {input.archive} > {log} 2>&1"
+        "python -m gpumm --seal '{output}' replay-study --study hierarchy --archive {input.archive} > {log} 2>&1"
