@@ -28,6 +28,14 @@ CASES = [
     ("measure --variant cpu_blas --sizes 16 --cpu-max-mnk -1", "argument --cpu-max-mnk: -1 is not allowed"),
     ('measure --variant cpu_blas --sizes 16 --timing {"budget_s":-5}', "--timing: budget_s = -5 is not allowed"),
     ('measure --variant cpu_blas --sizes 16 --timing {"min_samples":2.0}', "--timing: min_samples = 2.0 is not"),
+    # issue 29: NaN and infinity pass every minimum and maximum; they are refused as no finite number
+    (
+        'measure --variant cpu_blas --sizes 16 --timing {"budget_s":NaN}',
+        "--timing: budget_s = NaN is not allowed: not a",
+    ),
+    ('measure --variant cpu_blas --sizes 16 --timing {"timeout_s":Infinity}', "timeout_s = Infinity is not allowed"),
+    ('measure --variant cpu_blas --sizes 16 --settings {"timing":{"budget_s":-Infinity}}', "= -Infinity is not"),
+    ('coalescing --cubin k.cubin --plan {"count":NaN}', "argument --plan: count = NaN is not allowed"),
     ("measure --variant tiled_tile8.0 --sizes 16", "tiled_tile8.0"),
     ("overhead --cubin k.cubin --repeats 0", "argument --repeats: 0 is not allowed; allowed: an integer of at least 1"),
     ("overhead --cubin k.cubin --warmups x", "argument --warmups: 'x' is not allowed"),

@@ -191,3 +191,25 @@ def test_a_steps_record_tells_its_damaged_outputs(tmp_path):
     assert "meta.json: cannot be read" in manifest.recorded(meta)[0]
     meta.write_text(json.dumps({"variant": "naive"}))  # an older run recorded nothing: nothing to say
     assert manifest.recorded(meta) == []
+
+
+def test_tables_without_their_manifest_are_refused(tmp_path):
+    """Issue 29: a folder whose manifest is gone (a writer that did not finish, or a removed record) is not read as
+    if whole: the pages refuse it by name."""
+    from gpumm.setup import manifest
+
+    (tmp_path / "a.csv").write_text("x\n1\n")
+    with pytest.raises(manifest.Damaged, match=r"manifest\.json: missing .*: remedy$"):
+        manifest.require(tmp_path, "remedy")
+
+
+@pytest.mark.parametrize("key, value", [("budget_s", ".nan"), ("timeout_s", ".inf"), ("warmup_s", "-.inf")])
+def test_a_number_that_is_not_finite_is_refused_naming_its_key(key, value):
+    """Issue 29: YAML's .nan and .inf pass every minimum and maximum of the schema; they are refused by name."""
+    import yaml
+
+    from gpumm.setup import config
+
+    given = yaml.safe_load(f"timing: {{{key}: {value}}}")["timing"]
+    line = config.explain_sections(timing=config.defaults("timing") | given)
+    assert line is not None and line.startswith(f"config: timing.{key} = ") and "not a finite number" in line

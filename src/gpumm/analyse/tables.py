@@ -27,7 +27,7 @@ from gpumm.analyse import (
 from gpumm.archive import reference
 from gpumm.build import loops
 from gpumm.run import operations
-from gpumm.setup import catalog, manifest, paths
+from gpumm.setup import catalog, files, manifest, paths
 from gpumm.setup.catalog import Variant
 
 SHAPE = ["variant", "family", "defines", "kind", "M", "N", "K", "memory_mode", "timed"]
@@ -126,7 +126,7 @@ def collect(variants: list[Variant], results: Path, out: Path) -> None:
     for name, df in tables.items():
         df.to_csv(out / f"{name}.csv.tmp", index=False)
     shutil.copy2(paths.PUBLISHED, out / "published.csv.tmp")
-    (out / "source.json.tmp").write_text(json.dumps(prov, indent=1))
+    (out / "source.json.tmp").write_text(files.json_text(prov, indent=1))
     (out / manifest.NAME).unlink(missing_ok=True)  # no manifest vouches for tables half replaced
     for name in [*tables, "published"]:
         (out / f"{name}.csv.tmp").replace(out / f"{name}.csv")

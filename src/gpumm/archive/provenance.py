@@ -1,6 +1,5 @@
 """Where a run happened: GPU, clocks, driver, toolchain, commit, config, date."""
 
-import json
 import os
 import platform
 import shutil
@@ -9,7 +8,7 @@ import time
 
 from gpumm.run import devices
 from gpumm.run.gpu import ATTRIBUTES
-from gpumm.setup import paths
+from gpumm.setup import files, paths
 
 
 def _run(cmd: list[str]) -> str:
@@ -92,5 +91,5 @@ def collect(config_digest: str, variants: dict[str, str], decision_why: str, con
 def write(prov: dict, path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(prov, indent=1))
+    tmp.write_text(files.json_text(prov, indent=1))
     tmp.replace(path)

@@ -31,7 +31,7 @@ def provenance(archive: Path) -> dict:
     return json.loads((archive / "raw" / "provenance.json").read_text())
 
 
-def _unreadable(archive: Path) -> str | None:
+def _unreadable_provenance(archive: Path) -> str | None:
     """Why an archive's provenance cannot be read (one line naming the file), or None."""
     f = archive / "raw" / "provenance.json"
     try:
@@ -39,6 +39,18 @@ def _unreadable(archive: Path) -> str | None:
     except (OSError, ValueError) as exc:
         return f"{paths.shown(f)}: cannot be read ({type(exc).__name__}: {exc})"
     return None if isinstance(prov, dict) else f"{paths.shown(f)}: not a JSON object"
+
+
+def _unreadable(archive: Path) -> str | None:
+    """Why an archive cannot be used (one line naming the file), or None: its provenance cannot be read, or a file
+    differs from the archive's manifest (cut, edited, missing)."""
+    why = _unreadable_provenance(archive)
+    if why:
+        return why
+    found = manifest.problems(archive, archive / MANIFEST)
+    if found:
+        return found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+    return None
 
 
 def _candidates(root: Path) -> list[Path]:
@@ -52,7 +64,8 @@ def available(root: Path = paths.REFERENCE) -> list[Path]:
 
 
 def damaged(root: Path = paths.REFERENCE) -> dict[str, str]:
-    """The archives left out of :func:`available` for a provenance that cannot be read: name -> why."""
+    """The archives left out of :func:`available`, for a provenance that cannot be read or a file that differs
+    from the archive's manifest: name -> why."""
     return {p.name: why for p in _candidates(root) if (why := _unreadable(p)) is not None}
 
 
@@ -81,17 +94,30 @@ def complete(archive: Path) -> bool:
 
 
 def choose(name: str, root: Path = paths.REFERENCE) -> Path:
-    """The archive to replay: ``name``, or, when name is auto, the newest complete one (else the newest)."""
+    """The archive to replay: ``name``, or, when name is auto, the newest complete one (else the newest). Auto picks
+    among every archive whose provenance reads, damaged or not (a damaged run.json may no longer say the run was
+    whole): a damaged pick is refused by name, never replaced by another archive silently."""
     found = available(root)
+    bad = damaged(root)
+    if name == "auto":
+        dated = [p for p in _candidates(root) if _unreadable_provenance(p) is None]
+        dated.sort(key=lambda p: (str(provenance(p).get("date", "")), p.name))
+        whole = [p for p in dated if p.name in bad or complete(p)]
+        pick = (whole or dated)[-1] if dated else None
+        if pick is not None and pick.name in bad:
+            others = ", ".join(p.name for p in found)
+            raise ArchiveError(
+                f"replay_from = 'auto': archive {pick.name} is damaged ({bad[pick.name]}): restore it (git checkout "
+                f"-- {paths.shown(pick)})"
+                + (f", or name the archive to replay (replay_from: {others})" if others else "")
+            )
+        if pick is not None:
+            return pick
     if not found:
         raise ArchiveError(f"no archived run under {root}: replay needs one (run the pipeline on a GPU first)")
-    if name == "auto":
-        whole = [p for p in found if complete(p)]
-        return (whole or found)[-1]
     for p in found:
         if p.name == name:
             return p
-    bad = damaged(root)
     if name in bad:
         raise ArchiveError(f"replay_from = {name!r}: {bad[name]}; restore it or replay another archive")
     raise ArchiveError(f"replay_from = {name!r}: no such archive; allowed: auto, {', '.join(p.name for p in found)}")

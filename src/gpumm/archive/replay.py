@@ -55,7 +55,7 @@ def variant(v: Variant, archive: Path, results: Path = paths.RESULTS) -> dict:
 
 def _write_json(data: dict, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
+    tmp.write_text(files.json_text(data, indent=1))
     tmp.replace(path)
 
 
@@ -108,7 +108,7 @@ def _copy_or_note(src: Path, dst: Path, archive: Path) -> bool:
     if dst.suffix == ".csv":
         files.write_rows([note], list(note), dst)
     elif dst.suffix == ".json":
-        dst.write_text(json.dumps(note))
+        dst.write_text(files.json_text(note))
     else:
         dst.write_text(f"# {dst.name} {note['reason']}\n")
     return False
@@ -190,7 +190,7 @@ def provenance(
     }
     out = results / "raw" / "provenance.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(prov, indent=1))
+    out.write_text(files.json_text(prov, indent=1))
     return prov
 
 

@@ -22,6 +22,8 @@ import os
 import time
 from pathlib import Path
 
+from gpumm.setup import files
+
 GPU_STEPS = ("measure", "coalescing", "bandwidth", "overhead", "hierarchy", "provenance", "profile")
 RUN_ID_ENV = "GPUMM_RUN_ID"
 
@@ -52,7 +54,7 @@ def append(log: Path, argv: list[str], start: float, end: float, rc: int, gpu: b
     log.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, (json.dumps(line) + "\n").encode())
+        os.write(fd, (files.json_text(line) + "\n").encode())
     finally:
         os.close(fd)
 
@@ -105,6 +107,6 @@ def write(log: Path, run: str, out: Path, extra: dict) -> dict | None:
     record = {"run": run, **extra, **summarise(steps)}
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1))
+    tmp.write_text(files.json_text(record, indent=1))
     tmp.replace(out)
     return record

@@ -2,12 +2,12 @@
 resource report), or a host C function with the system C compiler (a shared
 object loaded through ctypes)."""
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
 
 from gpumm.build import loops, ptxas
+from gpumm.setup import files
 from gpumm.setup.catalog import Variant
 
 NVCC_FLAGS = ("-O3", "-lineinfo", "-std=c++17")
@@ -62,7 +62,7 @@ def compile_source(source: Path, arch: str, out_dir: Path, flags: tuple[str, ...
 
 def _finish(out_dir: Path, report) -> None:
     """Write resources.json and move every output into place: all of them, or none looks finished."""
-    (out_dir / "resources.json.tmp").write_text(json.dumps(report, indent=1))
+    (out_dir / "resources.json.tmp").write_text(files.json_text(report, indent=1))
     for name in ("kernel.cubin", "kernel.ptx", "kernel.sass", "resources.json"):
         (out_dir / f"{name}.tmp").replace(out_dir / name)
 

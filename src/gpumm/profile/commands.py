@@ -7,7 +7,7 @@ Each step is ``python -m gpumm STEP``; ``gpumm.cli`` collects every stage's step
 import json
 from pathlib import Path
 
-from gpumm.setup import catalog, paths
+from gpumm.setup import catalog, files, paths
 
 
 def cmd_profile(a):
@@ -74,7 +74,7 @@ def cmd_profile_target(a):
                     "config": {k: cfg[k] for k in coalescing.LABEL_KEYS},
                 }
             )
-    Path(a.launched).write_text(json.dumps(launched))
+    Path(a.launched).write_text(files.json_text(launched))
 
 
 def cmd_import_profile(a):

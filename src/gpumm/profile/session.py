@@ -331,7 +331,7 @@ def _session(plan, variants, fresh, metrics, seed, work, say) -> dict[str, pd.Da
         "marker": plan.get("marker"),
         "seed": seed,
     }
-    (work / "plan.json").write_text(json.dumps(target_plan, indent=1))
+    (work / "plan.json").write_text(files.json_text(target_plan, indent=1))
     launched_file = work / "launched.json"
     target = [sys.executable, "-m", "gpumm", "profile-target", "--plan", str(work / "plan.json")]
     target += ["--launched", str(launched_file)]

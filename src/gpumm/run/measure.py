@@ -31,7 +31,6 @@ row in the output with its reason.
 """
 
 import contextlib
-import json
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -42,7 +41,7 @@ import pandas as pd
 
 from gpumm.run import blas, clocks, memory, operations, sampling, timing, verify
 from gpumm.run.launch import Launcher
-from gpumm.setup import columns, manifest
+from gpumm.setup import columns, files, manifest
 from gpumm.setup.catalog import Variant
 
 COLUMNS = columns.SAMPLES
@@ -369,7 +368,7 @@ def write(df: pd.DataFrame, meta: dict, out_dir: Path) -> None:
     df.to_csv(out_dir / "samples.csv.tmp", index=False)
     # what was written, for a reader to tell a damaged file (gpumm.setup.manifest.recorded)
     meta = {**meta, "files": {"samples.csv": manifest.entry(out_dir / "samples.csv.tmp")}}
-    (out_dir / "meta.json.tmp").write_text(json.dumps(meta, indent=1))
+    (out_dir / "meta.json.tmp").write_text(files.json_text(meta, indent=1))
     (out_dir / "samples.csv.tmp").replace(out_dir / "samples.csv")
     (out_dir / "meta.json.tmp").replace(out_dir / "meta.json")
 

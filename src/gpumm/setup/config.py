@@ -9,6 +9,7 @@ catalog, the chosen metric set).
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 from gpumm.setup import catalog, paths
@@ -81,6 +82,8 @@ def explain(config: dict) -> str | None:
     key = _key(error.absolute_path)
     desc = _description(sch, list(error.absolute_path))
     value = json.dumps(error.instance) if not isinstance(error.instance, dict) else "this mapping"
+    if isinstance(error.instance, float) and not math.isfinite(error.instance):
+        return f"config: {key} = {value} is not allowed: not a finite number" + (f". Allowed: {desc}" if desc else "")
     if error.validator == "additionalProperties":
         return f"config: {key}: {error.message}" + (f"; allowed keys: {', '.join(_keys_at(sch, error.absolute_path))}")
     line = f"config: {key} = {value} is not allowed: {error.message}"
@@ -94,7 +97,13 @@ def _validator(sch: dict):
 
     base = jsonschema.Draft202012Validator
     strict = base.TYPE_CHECKER.redefine("integer", lambda _, x: isinstance(x, int) and not isinstance(x, bool))
+    # NaN and infinity pass every minimum and maximum (each comparison is false): they are no numbers here
+    strict = strict.redefine("number", lambda _, x: _finite(x))
     return jsonschema.validators.extend(base, type_checker=strict)(sch)
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def read_files(files) -> str | None:

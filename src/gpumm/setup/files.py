@@ -1,6 +1,8 @@
 """Writing outputs so that a file is either complete or absent, never half-written."""
 
 import csv
+import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,3 +27,19 @@ def write_rows(rows: list[dict], columns: list[str], path: Path) -> None:
         w.writeheader()
         w.writerows(rows)
     tmp.replace(path)
+
+
+def _finite(obj):
+    """``obj`` with every NaN or infinite float replaced by None (JSON's null)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def json_text(obj, indent: int | None = None, **kwargs) -> str:
+    """Strict JSON (RFC 8259: no NaN, no Infinity) of ``obj``: a number that is not finite is written as null."""
+    return json.dumps(_finite(obj), indent=indent, allow_nan=False, **kwargs)

@@ -32,7 +32,7 @@ def write(folder: Path, files: list[Path], manifest: Path | None = None, writer:
         "files": {f.relative_to(folder).as_posix(): entry(f) for f in sorted(files)},
     }
     tmp = manifest.with_name(manifest.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
     tmp.replace(manifest)
     return manifest
 
@@ -103,7 +103,11 @@ class Damaged(ValueError):
 
 
 def require(folder: Path, remedy: str, manifest: Path | None = None) -> None:
-    """Raise Damaged (the first problem, how many more, and ``remedy``) unless every file of the manifest matches."""
+    """Raise Damaged (the first problem, how many more, and ``remedy``) unless the manifest is there and every file
+    of it matches: files without the manifest their writer leaves last are files it did not finish."""
+    manifest = manifest or folder / NAME
+    if not manifest.is_file():
+        raise Damaged(f"{paths.shown(manifest)}: missing (its writer did not finish, or it was removed): {remedy}")
     found = problems(folder, manifest)
     if found:
         raise Damaged(first(found, remedy))
