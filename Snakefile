@@ -43,6 +43,7 @@ localrules:
     collect,
     pages,
     index,
+    pages_check,
 
 
 rule all:
@@ -51,3 +52,4 @@ rule all:
         "results/report/index.html",
         "results/report/run.html",
         expand("results/report/{page}.html", page=PAGE_NAMES),
+        "results/logs/pages-checked",

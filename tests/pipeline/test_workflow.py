@@ -1,5 +1,7 @@
 """End to end, in a copy of the project: bad config stops before any job; replay renders every page."""
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -524,3 +526,105 @@ def test_sentences_flip_with_their_tables(replayed, tmp_path):
     assert "The goal of 95% at 4096³ and 8192³ is met" in after["ladder"]
     assert "A kernel of this run reaches the device-to-device copy's rate" in before["coalescing"]
     assert "Neither reaches the device-to-device copy" in after["coalescing"]
+
+
+@pytest.mark.slow
+def test_damage_is_made_again_whatever_the_files_times_say(replayed, tmp_path):
+    """Issue 29: a result cut or deleted after the run, its modification time kept as `touch -r` keeps it (a raw
+    profile, a step's meta.json, a rendered page, the provenance, a record), is named on the console and made
+    again by the plain command: every raw file and table then equals the clean run's. The pages by hand refuse
+    tables whose manifest is gone."""
+    tree, _ = replayed
+    work = tmp_path / "tree"
+    shutil.copytree(tree, work, symlinks=True, ignore=shutil.ignore_patterns(".snakemake"))
+    results = work / "results"
+
+    def kept(folder):
+        return {
+            p.relative_to(results): p.read_bytes()
+            for p in (results / folder).rglob("*")
+            if p.is_file() and p.suffix != ".log" and p.name != "manifest.json"
+        }
+
+    clean = kept("raw") | kept("tables")
+    cases = [
+        ("results/raw/naive/profile.csv", "its step runs again"),
+        ("results/raw/naive/meta.json", "its step runs again"),
+        ("results/report/ladder.html", "the pages are made again"),
+        ("results/raw/provenance.json", "its step runs again"),
+        ("results/.records/raw/tiled_tile16/samples.csv.json", "its step runs again"),
+    ]
+    for rel, then in cases:
+        f = work / rel
+        if rel.endswith("provenance.json"):
+            f.unlink()
+        else:
+            stat = f.stat()
+            f.write_bytes(f.read_bytes()[:200])
+            os.utime(f, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        out = snakemake(work, "--config", "mode=replay")
+        assert out.returncode == 0, out.stderr[-3000:]
+        named = [line for line in out.stderr.splitlines() if line.startswith("gpumm: results/")]
+        assert named and rel in named[0] and named[0].endswith(then), (rel, named)
+        assert kept("raw") | kept("tables") == clean, rel  # made again, equal to the clean run's
+        assert (results / "report" / "ladder.html").stat().st_size > 100_000
+        again = snakemake(work, "--config", "mode=replay")
+        assert "Nothing to be done" in again.stdout + again.stderr and "gpumm: results/" not in again.stderr, rel
+    (results / "tables" / "manifest.json").unlink()
+    by_hand = subprocess.run(
+        [sys.executable, "-m", "gpumm", "pages", "--pages", "ladder", "--tables", "results/tables"]
+        + ["--notebooks-out", str(tmp_path / "nb"), "--out", str(tmp_path / "out")],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
+    assert by_hand.returncode == 2 and by_hand.stderr.startswith("gpumm pages: results/tables/manifest.json: missing")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_damaged_archive_is_refused_by_name_never_replaced(tree):
+    """Issue 29: the archive `replay_from: auto` would replay, damaged (its run.json cut), stops the run before any
+    job with one line naming the file; naming the other archive replays it and says the damaged one is left out."""
+    run = tree / "data" / "reference" / "h200" / "run.json"
+    good = run.read_bytes()
+    run.write_bytes(good[:100])
+    try:
+        out = snakemake(tree, "-n", "--config", "mode=replay")
+        text = out.stdout + out.stderr
+        assert out.returncode != 0 and "Nothing was run." in text and "Traceback" not in text
+        assert "replay_from = 'auto': archive h200 is damaged (data/reference/h200/run.json: 5 lines, 100 bytes" in text
+        assert "git checkout -- data/reference/h200" in text and "replay_from: h100" in text
+        out = snakemake(tree, "-n", "--config", "mode=replay", "replay_from=h100")
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "gpumm: archive h200 left out: data/reference/h200/run.json: 5 lines" in out.stderr
+    finally:
+        run.write_bytes(good)
+
+
+@pytest.mark.slow
+def test_a_failing_page_is_named_on_the_console_and_the_others_stay(replayed, tmp_path):
+    """Issue 29: a page notebook that fails names its notebook and cell on the console, the run ends with an error,
+    the other pages stay (the failed one says why in its place, the front page lists it); the notebook mended,
+    the plain command makes the page and ends well."""
+    tree, _ = replayed
+    work = tmp_path / "tree"
+    shutil.copytree(tree, work, symlinks=True, ignore=shutil.ignore_patterns(".snakemake"))
+    nb = work / "notebooks" / "seed001.ipynb"
+    good = nb.read_text()
+    page = json.loads(good)
+    code = [c for c in page["cells"] if c["cell_type"] == "code"]
+    code[2]["source"] = ["1 / 0  # broken\n", *code[2]["source"]]
+    nb.write_text(json.dumps(page))
+    out = snakemake(work, "--config", "mode=replay")
+    assert out.returncode != 0
+    line = next(x for x in out.stderr.splitlines() if x.startswith("gpumm: page seed001"))
+    assert "failed in cell" in line and "(the one starting '1 / 0  # broken')" in line
+    assert "ZeroDivisionError" in line and "fix notebooks/seed001.ipynb" in line
+    report = work / "results" / "report"
+    assert all((report / f"{p['notebook']}.html").stat().st_size > 20_000 for p in PAGES if p["notebook"] != "seed001")
+    assert "This page could not be made." in (report / "seed001.html").read_text()
+    assert "Pages that could not be made" in (report / "index.html").read_text()
+    nb.write_text(good)
+    out = snakemake(work, "--config", "mode=replay")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "could not be made" not in (report / "seed001.html").read_text() + (report / "index.html").read_text()

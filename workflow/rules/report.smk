@@ -27,7 +27,7 @@ rule collect:
     params:
         variants=",".join(ALL_IDS),
     shell:
-        "python -m gpumm collect --variants {params.variants} --out results/tables > {log} 2>&1"
+        "python -m gpumm --seal '{output}' collect --variants {params.variants} --out results/tables > {log} 2>&1"
 
 
 # One job for every page: the notebooks share one Jupyter kernel (its start and the plotting imports are
@@ -38,6 +38,7 @@ rule pages:
         notebooks=expand("notebooks/{page}.ipynb", page=PAGE_NAMES),
     output:
         notebooks=expand("results/notebooks/{page}.ipynb", page=PAGE_NAMES),
+        status="results/notebooks/pages.json",
         pages=[
             report(
                 f"results/report/{page}.html",
@@ -55,8 +56,8 @@ rule pages:
     params:
         pages=",".join(PAGE_NAMES),
     shell:
-        "python -m gpumm pages --pages {params.pages} --tables results/tables --jobs {threads}"
-        " --notebooks-out results/notebooks --out results/report > {log} 2>&1"
+        "python -m gpumm --seal '{output}' pages --pages {params.pages} --tables results/tables --jobs {threads}"
+        " --notebooks-out results/notebooks --out results/report --status {output.status} > {log} 2>&1"
 
 
 rule index:
@@ -64,6 +65,7 @@ rule index:
         TABLES,
         expand("results/report/{page}.html", page=PAGE_NAMES),
         studies="data/studies.csv",
+        status="results/notebooks/pages.json",
     output:
         index=report(
             "results/report/index.html",
@@ -81,4 +83,21 @@ rule index:
     conda:
         ENV
     shell:
-        "python -m gpumm index --tables results/tables --out {output.index} > {log} 2>&1"
+        "python -m gpumm --seal '{output}' index --tables results/tables --out {output.index}"
+        " --status {input.status} > {log} 2>&1"
+
+
+# The run's last step: a page that could not be made is named here, on the console, and the run ends with an
+# error; the other pages stay, and the failed one says why in its place (the front page lists it too).
+rule pages_check:
+    input:
+        status="results/notebooks/pages.json",
+        index="results/report/index.html",
+    output:
+        touch("results/logs/pages-checked"),
+    log:
+        "results/logs/pages-check.log",
+    conda:
+        ENV
+    shell:
+        "python -m gpumm pages-check --status {input.status} 2>&1 | tee {log} >&2"

@@ -3,6 +3,8 @@
 Each step is ``python -m gpumm STEP``; ``gpumm.cli`` collects every stage's steps (:func:`register`).
 """
 
+import contextlib
+import json
 import os
 import sys
 import time
@@ -15,23 +17,63 @@ def _pages_side_by_side(a, pages: list[str]) -> int:
     """The pages in ``a.jobs`` groups, each a `gpumm pages` process with a kernel of its own, side by side (where
     the machine has the cores, a kernel's start and imports cost less than the pages after the first)."""
     import subprocess
+    import tempfile
 
     from gpumm.report import execute
 
     groups = execute.groups(pages, a.jobs)
     t0 = time.perf_counter()
     procs = []
-    for group in groups:
-        cmd = [sys.executable, "-m", "gpumm", "pages", "--pages", ",".join(group), "--tables", a.tables]
-        cmd += ["--notebooks-out", a.notebooks_out, "--out", a.out, "--jobs", "1"]
-        env = {k: v for k, v in os.environ.items() if k != "GPUMM_RUN_LOG"}  # the step is recorded once, here
-        procs.append(subprocess.Popen(cmd, env=env))
-    failed = [",".join(g) for g, p in zip(groups, procs) if p.wait() != 0]
-    if failed:
-        print(f"gpumm pages: the group of {'; '.join(failed)} failed (see above)", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="gpumm-pages-") as tmp:
+        for k, group in enumerate(groups):
+            cmd = [sys.executable, "-m", "gpumm", "pages", "--pages", ",".join(group), "--tables", a.tables]
+            cmd += ["--notebooks-out", a.notebooks_out, "--out", a.out, "--jobs", "1"]
+            cmd += ["--status", str(Path(tmp) / f"{k}.json")] if a.status else []
+            env = {k: v for k, v in os.environ.items() if k != "GPUMM_RUN_LOG"}  # the step is recorded once, here
+            procs.append(subprocess.Popen(cmd, env=env))
+        crashed = [",".join(g) for g, p in zip(groups, procs) if p.wait() != 0]
+        failed = {}
+        for k in range(len(groups)) if a.status else []:
+            with contextlib.suppress(OSError, ValueError):
+                failed |= json.loads((Path(tmp) / f"{k}.json").read_text())["failed"]
+    if crashed:
+        print(f"gpumm pages: the group of {'; '.join(crashed)} failed (see above)", file=sys.stderr)
         return 1
+    if a.status:
+        _status(Path(a.status), failed)
     print(f"{len(pages)} pages in {len(groups)} kernels side by side in {time.perf_counter() - t0:.1f} s")
     return 0
+
+
+def _status(path: Path, failed: dict[str, str]) -> None:
+    """Write the pages' status (``failed``: page -> the line naming its notebook, cell and error), whole."""
+    from gpumm.setup import files
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(files.json_text({"failed": failed}, indent=1))
+    tmp.replace(path)
+
+
+def _failed_page(notebook: Path, notebooks_out: Path, out: Path, line: str) -> None:
+    """In place of a page that failed: its notebook as committed, and an HTML page that names the failure."""
+    import html
+
+    import nbformat
+
+    from gpumm.report import render, style
+
+    notebooks_out.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.read(notebook, as_version=4), notebooks_out / notebook.name)
+    body = (
+        f'<h1>{html.escape(render.title(notebook.stem))}</h1><p class="banner"><b>This page could not be made.</b> '
+        f"{html.escape(line)}. The other pages of the report were made; fix the notebook and run the report "
+        'again. <a href="index.html">Report index</a></p>'
+    )
+    tmp = out / f"{notebook.stem}.html.tmp"
+    out.mkdir(parents=True, exist_ok=True)
+    tmp.write_text(style.page(render.title(notebook.stem), body))
+    tmp.replace(out / f"{notebook.stem}.html")
 
 
 TABLES_REMEDY = "run snakemake again, which makes the tables again (python -m gpumm collect by hand)"
@@ -61,11 +103,32 @@ def cmd_pages(a):
     try:
         times = execute.run(notebooks, Path(a.notebooks_out), Path(a.out), {"tables_dir": a.tables})
     except execute.PageError as exc:
-        print(exc.__cause__, file=sys.stderr)  # the failing cell's traceback
-        print(f"gpumm pages: {exc}", file=sys.stderr)
-        return 1
+        print(exc.__cause__, file=sys.stderr)  # the first failing cell's traceback
+        for line in exc.failed.values():
+            print(f"gpumm pages: {line}", file=sys.stderr)
+        if not a.status:
+            return 1
+        for nb in notebooks:  # the workflow's run: the other pages stay, a failed one says why in its place
+            if nb.stem in exc.failed:
+                _failed_page(nb, Path(a.notebooks_out), Path(a.out), exc.failed[nb.stem])
+        _status(Path(a.status), exc.failed)
+        return 0
+    if a.status:
+        _status(Path(a.status), {})
     print(f"{len(times)} pages in {sum(t for _, t in times):.1f} s")
     return 0
+
+
+def cmd_pages_check(a):
+    """The run's last step: one line per page that could not be made (exit 1), else nothing."""
+    failed = json.loads(Path(a.status).read_text()).get("failed") or {}
+    for page, line in failed.items():
+        print(
+            f"gpumm: {line}; the report's other pages were made, this one says why in its place "
+            f"(results/report/{page}.html): fix notebooks/{page}.ipynb and run again",
+            file=sys.stderr,
+        )
+    return 1 if failed else 0
 
 
 def cmd_index(a):
@@ -74,7 +137,7 @@ def cmd_index(a):
     from gpumm.report import index as report
 
     _tables(a.tables)
-    report.write(Path(a.tables), Path(a.out).parent, pd.read_csv(paths.STUDIES))
+    report.write(Path(a.tables), Path(a.out).parent, pd.read_csv(paths.STUDIES), Path(a.status) if a.status else None)
 
 
 def cmd_docs(a):
@@ -107,11 +170,22 @@ def register(sub) -> None:
     s.add_argument(
         "--jobs", type=int, default=1, help="kernels side by side, each running a group of the pages (default 1)"
     )
+    s.add_argument(
+        "--status",
+        default="",
+        help="the workflow's run: write which pages failed to this JSON file, put a page that says why in the place "
+        "of each, and end well (pages-check reports them); by hand, without it, a failed page ends the step with 1",
+    )
     s.set_defaults(fn=cmd_pages)
+
+    s = sub.add_parser("pages-check", help="name every page the pages step could not make (exit 1 if any)")
+    s.add_argument("--status", required=True, help="the pages' status file (results/notebooks/pages.json)")
+    s.set_defaults(fn=cmd_pages_check)
 
     s = sub.add_parser("index", help="the report's front page")
     s.add_argument("--tables", required=True)
     s.add_argument("--out", required=True)
+    s.add_argument("--status", default="", help="the pages' status file: pages that could not be made are named")
     s.set_defaults(fn=cmd_index)
 
     s = sub.add_parser(

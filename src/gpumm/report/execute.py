@@ -6,7 +6,8 @@ imports stay loaded, and every page starts from an emptied namespace (``%reset -
 cell and removed from the executed notebook), so it reads nothing another page defined. Each page sets the
 plot style itself (``figures.header``).
 
-Every file is written whole or not at all; a page that fails stops the run, naming the page and its cell.
+Every file is written whole or not at all; a page that fails writes nothing, the other pages run, and the error
+names every failed page and its cell.
 """
 
 import sys
@@ -55,7 +56,12 @@ def groups(pages: list[str], n: int) -> list[list[str]]:
 
 
 class PageError(RuntimeError):
-    """A page notebook failed; the message names it and the failing cell's error."""
+    """Page notebooks failed; the message names each and its failing cell's error (``failed``: page -> that line;
+    the first failure's traceback is the cause)."""
+
+    def __init__(self, failed: dict[str, str]):
+        super().__init__("; ".join(failed.values()))
+        self.failed = failed
 
 
 def _with_reset(notebook: Path) -> nbformat.NotebookNode:
@@ -91,7 +97,8 @@ def run(
     notebooks: list[Path], executed_dir: Path, html_dir: Path | None, parameters: dict, cwd: Path = Path(".")
 ) -> list[tuple[str, float]]:
     """Execute each notebook (in this order, one kernel) into ``executed_dir``, then render it into ``html_dir``
-    (None: no HTML). Returns (page, seconds) per page; raises PageError on the first page that fails."""
+    (None: no HTML). Returns (page, seconds) per page. A page that fails writes nothing and the next pages run;
+    PageError names every failed page at the end."""
     import papermill as pm
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
@@ -99,6 +106,7 @@ def run(
     sockets = tempfile.TemporaryDirectory(prefix="gpumm-kernel-")  # the kernel talks over local sockets, not TCP
     km = AsyncKernelManager(kernel_name=KERNEL, transport="ipc", ip=str(Path(sockets.name) / "kernel"))
     times = []
+    failed, first = {}, None
     try:
         for i, notebook in enumerate(notebooks, 1):
             t0 = time.perf_counter()
@@ -113,10 +121,13 @@ def run(
                     km=km,
                 )
             except pm.PapermillExecutionError as exc:
-                raise PageError(
+                failed[notebook.stem] = (
                     f"page {notebook.stem} ({notebook}) failed in {_cell(notebook, exc.source)}: "
                     f"{exc.ename}: {exc.evalue}"
-                ) from exc
+                )
+                first = first or exc
+                print(f"page {i}/{len(notebooks)} {notebook.stem}: failed", file=sys.stderr, flush=True)
+                continue
             _write(_without_reset(nb), executed_dir / notebook.name)
             if html_dir is not None:
                 render.render(executed_dir / notebook.name, html_dir / f"{notebook.stem}.html")
@@ -126,4 +137,6 @@ def run(
         if run_sync(km.is_alive)():
             run_sync(km.shutdown_kernel)(now=True)
         sockets.cleanup()
+    if failed:
+        raise PageError(failed) from first
     return times

@@ -198,8 +198,27 @@ def _claims(v: pd.DataFrame) -> str:
     )
 
 
-def write(tables: Path, out_dir: Path, studies: pd.DataFrame) -> None:
-    """results/report/index.html and run.html from the tables."""
+def _failed_pages(status: Path | None) -> str:
+    """A box naming every page the pages step could not make, and why (its status file), or nothing."""
+    try:
+        failed = json.loads(status.read_text()).get("failed") or {} if status else {}
+    except (OSError, ValueError):
+        return ""
+    if not failed:
+        return ""
+    items = "".join(
+        f'<li><a href="{html.escape(page)}.html">{html.escape(page)}</a>: {html.escape(line)}</li>'
+        for page, line in failed.items()
+    )
+    return (
+        '<div class="banner"><p><b>Pages that could not be made</b> (each says why in its place):</p>'
+        f"<ul>{items}</ul></div>"
+    )
+
+
+def write(tables: Path, out_dir: Path, studies: pd.DataFrame, status: Path | None = None) -> None:
+    """results/report/index.html and run.html from the tables; ``status``: the pages step's record of the pages it
+    could not make (named at the top of the front page)."""
     source = json.loads((tables / "source.json").read_text())
     costs = _read(tables, "study_cost")
     heads = _read(tables, "headlines")
@@ -217,7 +236,7 @@ def write(tables: Path, out_dir: Path, studies: pd.DataFrame) -> None:
     st["page"] = [
         f'<a href="{p}.html">{html.escape(next(x["short"] for x in PAGES if x["notebook"] == p))}</a>' for p in st.page
     ]
-    body = f"""<h1>How memory decides the speed of GPU matrix multiply</h1>
+    body = f"""{_failed_pages(status)}<h1>How memory decides the speed of GPU matrix multiply</h1>
 <p>Four classic studies of GPU matrix multiply and transpose, rebuilt: every kernel variant built, checked,
 timed and profiled on one GPU, every table and figure under the ID of the artefact it reproduces, beside the
 source's published numbers; then past the sources, a race of hand-written FP32 kernels against cuBLAS.</p>

@@ -28,7 +28,8 @@ p, li, dd, figcaption, .gpumm-text { max-width: 46rem; overflow-wrap: break-word
 p, ul, ol { margin: .6rem 0; }
 a { color: #0550ae; }
 code { font-size: .9em; background: #f3f4f6; padding: 0 .25em; border-radius: 3px; overflow-wrap: anywhere; }
-p.banner { background: #fff3cd; border: 1px solid #e0c060; padding: .5rem .9rem; max-width: none; margin: .5rem 0; }
+p.banner, div.banner { background: #fff3cd; border: 1px solid #e0c060; padding: .5rem .9rem; max-width: none;
+  margin: .5rem 0; }
 nav, p.nav { font-size: .92rem; margin: .4rem 0 1rem; max-width: none; }
 .scroll { overflow-x: auto; max-width: 100%; margin: .6rem 0; }
 table { border-collapse: collapse; font-size: .9rem; margin: 0; max-width: 100%; }
