@@ -312,7 +312,8 @@ def size_plot(
         md(f"*No timed samples for {title}.*")
         return None
     d["value"] = d[y] * scale
-    _PAGE["plot"] = d[[c for c in ("variant", "M", "N", "K", "memory_mode", "timed", "repeat", "ms", y) if c in d]]
+    cols = dict.fromkeys(("variant", "M", "N", "K", "memory_mode", "timed", "repeat", "ms", y))  # y may be ms
+    _PAGE["plot"] = d[[c for c in cols if c in d]]
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 5))
     order = [v for v in variants if v in set(d.variant)]

@@ -283,6 +283,8 @@ def run_page(tables: Path, source: dict) -> str:
     )
     reason = re.sub(r"^mode: ", "", str(ds.get("why", "")))
     reason = re.sub(r"\(([^()]*) \(([^()]*)\)\)", r"(\1: \2)", reason)  # "(a (b))" reads "(a: b)"
+    if reason == "replay (set in the config)":
+        reason = "the configuration asks for a replay (mode: replay), whatever GPU this machine has"
     why = (
         f"<p><b>Why these numbers are {'replayed' if ds.get('mode') == 'replay' else 'measured'}:</b> "
         f"{html.escape(reason)}.</p>"

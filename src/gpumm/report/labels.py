@@ -51,6 +51,7 @@ LABELS: dict[str, tuple[str, float]] = {
     "flop_per_l2_byte": ("flop / L2 byte", 1),
     "roof_gflops": ("roof (GFLOP/s)", 1),
     "share_of_roof": ("% of roof", 100),
+    "lowest_roof": ("lowest roof", 1),
     "working_set_over_l2": ("working set ÷ L2", 1),
     "bank_conflicts": ("bank conflicts", 1),
     "achieved_occupancy_pct": ("achieved occupancy (%)", 1),

@@ -174,9 +174,8 @@ def clocks(tables: dict) -> str:
     t = s[s.throttled.astype(str).str.lower() == "true"]
     if t.empty:
         return text + "; none fell below 98% of the maximum (throttled)."
-    names = "; ".join(
-        sorted({f"{r.variant} at {r.M}×{r.N}×{r.K} ({r.memory_mode}, {r.timed})" for r in t.itertuples()})
-    )
+    keys = sorted({(r.variant, int(r.M), int(r.N), int(r.K), r.memory_mode, r.timed) for r in t.itertuples()})
+    names = "; ".join(f"{v} at {m}×{n}×{k} ({mode}, {timed})" for v, m, n, k, mode, timed in keys)  # sizes in order
     return text + f". {len(t)} sets fell below 98% of the maximum and are marked throttled: {names}."
 
 
