@@ -25,27 +25,27 @@ while read name src defs; do
   rm -f cubins/$name.log
 done <<'LIST'
 # name                   file           defines
-wmma_128x128             wmma.cu        -DBM=128 -DBN=128 -DBK=32 -DWM=64 -DWN=32
-mma_128x128_s4           mma_sync.cu    -DBM=128 -DBN=128 -DWM=64 -DWN=32 -DSTAGES=4
-mma_128x256_s3           mma_sync.cu    -DBM=128 -DBN=256 -DWM=64 -DWN=64 -DSTAGES=3
-wgtma_128x256_s3         wgmma_tma.cu   -DBM=128 -DBN=256 -DSTAGES=3
-wgtma_128x256_s4         wgmma_tma.cu   -DBM=128 -DBN=256 -DSTAGES=4
-ws_128x256_s4            warpspec.cu    -DNCONS=2 -DBN=256 -DSTAGES=4
-pers_128x256_s4_g8       persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=0
-pers_128x256_s4_rows     persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DORDER=1 -DSTORE=0
-pers_128x256_s4_g8_tma   persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1
-pers_128x256_s4_g16_tma  persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1
-cl_128x256_s4_g8         cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=0 -DMC=0
-cl_128x256_s4_g8_tma     cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DMC=0
-cl_128x256_s4_g16_tma    cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DMC=0
-cl_128x256_s4_g8_mca_tma cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DMC=1
-pp_128x128_s6_g16_tma    pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=16 -DSTORE=1 -DCL=1
-pp_128x128_s6_g8_tma     pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=8 -DSTORE=1 -DCL=1
-pp_128x128_s6_g16        pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=16 -DSTORE=0 -DCL=1
-ppcl_128x128_s6_g16_tma  pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=16 -DSTORE=1 -DCL=2
+wmma_128x128             ../../kernels/matmul_bf16/wmma.cu        -DBM=128 -DBN=128 -DBK=32 -DWM=64 -DWN=32
+mma_128x128_s4           ../../kernels/matmul_bf16/mma_sync.cu    -DBM=128 -DBN=128 -DWM=64 -DWN=32 -DSTAGES=4
+mma_128x256_s3           ../../kernels/matmul_bf16/mma_sync.cu    -DBM=128 -DBN=256 -DWM=64 -DWN=64 -DSTAGES=3
+wgtma_128x256_s3         ../../kernels/matmul_bf16/wgmma_tma.cu   -DBM=128 -DBN=256 -DSTAGES=3
+wgtma_128x256_s4         ../../kernels/matmul_bf16/wgmma_tma.cu   -DBM=128 -DBN=256 -DSTAGES=4
+ws_128x256_s4            ../../kernels/matmul_bf16/warpspec.cu    -DNCONS=2 -DBN=256 -DSTAGES=4
+pers_128x256_s4_g8       ../../kernels/matmul_bf16/persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=0
+pers_128x256_s4_rows     ../../kernels/matmul_bf16/persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DORDER=1 -DSTORE=0
+pers_128x256_s4_g8_tma   ../../kernels/matmul_bf16/persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1
+pers_128x256_s4_g16_tma  ../../kernels/matmul_bf16/persistent.cu  -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1
+cl_128x256_s4_g8         ../../kernels/matmul_bf16/cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=0 -DMC=0
+cl_128x256_s4_g8_tma     ../../kernels/matmul_bf16/cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DMC=0
+cl_128x256_s4_g16_tma    ../../kernels/matmul_bf16/cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DMC=0
+cl_128x256_s4_g8_mca_tma ../../kernels/matmul_bf16/cluster.cu     -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DMC=1
+pp_128x128_s6_g16_tma    ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=16 -DSTORE=1 -DCL=1
+pp_128x128_s6_g8_tma     ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=8 -DSTORE=1 -DCL=1
+pp_128x128_s6_g16        ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=16 -DSTORE=0 -DCL=1
+ppcl_128x128_s6_g16_tma  ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=16 -DSTORE=1 -DCL=2
 sk_128x256_s4_g16_tma    streamk.cu     -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1
-pp_128x128_s6_g4_tma     pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=4 -DSTORE=1 -DCL=1
-pp_128x128_s6_g2_tma     pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=2 -DSTORE=1 -DCL=1
-ppcl_128x128_s6_g8_tma   pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=8 -DSTORE=1 -DCL=2
+pp_128x128_s6_g4_tma     ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=4 -DSTORE=1 -DCL=1
+pp_128x128_s6_g2_tma     ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=2 -DSTORE=1 -DCL=1
+ppcl_128x128_s6_g8_tma   ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=8 -DSTORE=1 -DCL=2
 LIST
 exit $status
