@@ -70,7 +70,7 @@ rung_tests() {  # SELECTION TIMEOUT_S
 # compute-sanitizer memcheck and racecheck on those rungs at two odd shapes (the tests SANITIZE_AT selects, a
 # pytest -k expression), each tool within the seconds the command after SELECTION prints (`echo 70`: fixed;
 # `left 90`: what is left of the call, at most 90)
-SANITIZE_AT="float64 and (333x517x129 or 17x1x33)"
+SANITIZE_AT="float64 and (333x517x129 or 17x1x33 or 333x517x136 or 7x9x8)"
 rung_sanitizers() {  # SELECTION SECONDS-COMMAND...
   local sel=$1 tool
   shift

@@ -18,7 +18,7 @@ def test_the_catalog_holds_other_operations_as_plain_entries():
     assert t.output_shape(3, 5, 1) == (5, 3) and operations.get("copy").output_shape(3, 5, 1) == (3, 5)
     cfg = {"transpose": {"sizes": [16, 4097], "shapes": [[1, 4097], [32, 16384]]}}
     assert t.shapes(cfg) == [(16, 16, 1), (1, 4097, 1), (32, 16384, 1), (4097, 4097, 1)]
-    with pytest.raises(ValueError, match="allowed: matmul, transpose, copy"):
+    with pytest.raises(ValueError, match="allowed: matmul, matmul_bf16, transpose, copy"):
         operations.get("convolve")
 
 

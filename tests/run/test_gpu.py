@@ -39,7 +39,12 @@ SELECTION = {
 }
 VARIANTS = catalog.expand(SELECTION)
 MATMULS = [v for v in VARIANTS if v.op == "matmul"]
-MOVERS = [v for v in VARIANTS if v.op != "matmul"]  # the transposes and their copy
+MOVERS = [v for v in VARIANTS if v.op in ("transpose", "copy")]  # the transposes and their copy
+BF16 = [v for v in VARIANTS if v.op == "matmul_bf16"]  # the race on the tensor cores
+# K a multiple of 8 (the TMA rungs' rule, the config's bf16 shapes); odd M and N test the edges, N % 4 != 0 the
+# direct stores of C where the TMA cannot store it
+BF16_SHAPES = [(128, 128, 128), (256, 256, 256), (1024, 1024, 1024), (4096, 4096, 4096), (1023, 1025, 1024)]
+BF16_SHAPES += [(4097, 33, 4096), (333, 517, 136), (1000, 1028, 1032), (7, 9, 8), (129, 131, 64), (2048, 8, 2056)]
 MOVER_SHAPES = [(16, 16), (1000, 1000), (1023, 1023), (1024, 1024), (4097, 4097), (8192, 8192), (16384, 16384)]
 MOVER_SHAPES += [(1, 4097), (4097, 1), (1023, 1025), (16384, 32), (32, 16384)]
 
@@ -402,3 +407,37 @@ def test_a_step_through_the_gpu_worker_is_the_step(launchers, tmp_path):
     assert log.count("CUDA context ready") == 1 and log.count("exit 0") == 2, log
     a, b = (pd.read_csv(tmp_path / x / "samples.csv") for x in "ab")
     assert (a.status == "ok").all() and a[["M", "timed"]].drop_duplicates().equals(b[["M", "timed"]].drop_duplicates())
+
+
+@pytest.mark.parametrize("shape", BF16_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("vid", [v.id for v in BF16])
+def test_bf16_variant_matches_float64_reference(launchers, arch, vid, shape):
+    """Issue 30: every BF16 rung (and cuBLAS BF16) through the operation's own checks, as a run makes them: the
+    output poisoned with NaN, bit for bit on small integers, then within the rounding tolerance of the float64
+    product of the BF16 inputs, at square and odd shapes."""
+    from gpumm.run import operations
+
+    v = launchers.by_id[vid]
+    if not catalog.runs_on(v, arch):
+        pytest.skip(f"{vid} needs {v.arch}; this GPU is {arch}")
+    seed = hash((vid, shape)) & 0xFFFF
+    checked = operations.get("matmul_bf16").check(launchers[vid], memory.get("device"), seed, 1 << 27, shape)
+    assert checked.exact.ok, checked.exact.reason
+    assert checked.rounding.ok, checked.rounding.reason
+
+
+@pytest.mark.parametrize("vid", [v.id for v in BF16 if v.is_cuda])
+def test_each_bf16_rung_uses_the_tensor_core_instruction_it_is_about(launchers, arch, vid):
+    """WMMA and mma.sync compile to HMMA; from the wgmma rung on, the products are HGMMA (the Hopper path), with
+    no HMMA; no rung spills to local memory."""
+    v = launchers.by_id[vid]
+    if not catalog.runs_on(v, arch):
+        pytest.skip(f"{vid} needs {v.arch}; this GPU is {arch}")
+    sass = launchers[vid].binary.with_name("kernel.sass").read_text()
+    ops = loops.opcodes(sass)
+    hgmma, hmma = sum(o.startswith("HGMMA") for o in ops), sum(o.startswith("HMMA") for o in ops)
+    if v.arch == "sm_90a":
+        assert hgmma > 0 and hmma == 0, (vid, hgmma, hmma)
+    else:
+        assert hmma > 0 and hgmma == 0, (vid, hgmma, hmma)
+    assert not any(o.startswith(("LDL", "STL")) for o in ops), vid

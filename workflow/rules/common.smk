@@ -51,6 +51,14 @@ if _problem is not None:
 
 MODE = DECISION.mode
 ARCH = DECISION.arch
+# a variant that needs another GPU (sm_90a: a Hopper) is left out before any build, and said so
+NOT_HERE = [v.id for v in VARIANT_LIST if not gpumm_catalog.runs_on(v, ARCH)]
+if NOT_HERE:
+    print(
+        f"gpumm: not on this GPU ({ARCH}), left out: {', '.join(NOT_HERE)} (they need sm_90a, a Hopper GPU)",
+        file=sys.stderr,
+    )
+    VARIANT_LIST = [v for v in VARIANT_LIST if v.id not in NOT_HERE]
 VARIANTS = {v.id: v for v in VARIANT_LIST}
 CUDA_IDS = [v.id for v in VARIANT_LIST if v.is_cuda]
 HOST_BUILT_IDS = [v.id for v in VARIANT_LIST if v.kind == "cpu" and v.is_built]

@@ -171,6 +171,11 @@ _SASS_TENSOR = re.compile(r"\b(?:[HIDBQ]MMA|[HIQB]GMMA|UTC\w*MMA)(?:\.[\w.]+)?\b
 _PTX_TENSOR = re.compile(r"^\s*(?:@!?%\w+\s+)?(?:wmma\.mma|mma\.sync|wgmma\.mma_async|tcgen05\.mma)\b", re.M)
 
 
+def opcodes(sass: str) -> list[str]:
+    """Every instruction's opcode in ``cuobjdump -sass`` text, in order (predicates dropped)."""
+    return [_opcode(m.group("text")) for m in _SASS_LINE.finditer(sass)]
+
+
 def tensor_core_ops(ptx: str, sass: str) -> dict:
     """Tensor-core instructions in a build's PTX and SASS, and its FFMA count in SASS.
 
@@ -178,7 +183,7 @@ def tensor_core_ops(ptx: str, sass: str) -> dict:
     cuobjdump where it was built); a FP32 FFMA kernel has 0 tensor-core
     instructions in both.
     """
-    ops = [_opcode(m.group("text")) for m in _SASS_LINE.finditer(sass)]
+    ops = opcodes(sass)
     has_sass = bool(ops)
     return {
         "ptx_tensor_core": len(_PTX_TENSOR.findall(ptx)),

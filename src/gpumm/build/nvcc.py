@@ -29,9 +29,16 @@ def nvcc() -> str:
 
 
 def command(source: Path, arch: str, out: Path, target: str, flags: tuple[str, ...] = ()) -> list[str]:
-    """The nvcc command line for one output (target: cubin | ptx)."""
+    """The nvcc command line for one output (target: cubin | ptx). An architecture-specific target (sm_90a:
+    wgmma, setmaxnreg) is named in the -gencode form: nvcc 13.0's -arch=sm_90a also runs a plain sm_90 pass,
+    which refuses those instructions."""
     verbose = ["-Xptxas", "-v"] if target == "cubin" else []
-    return [nvcc(), f"-arch={arch}", f"-{target}", *verbose, *NVCC_FLAGS, *flags, "-o", str(out), str(source)]
+    if arch.endswith("a"):
+        code = arch if target == "cubin" else f"compute_{arch[3:]}"
+        target_flags = [f"-gencode=arch=compute_{arch[3:]},code={code}"]
+    else:
+        target_flags = [f"-arch={arch}"]
+    return [nvcc(), *target_flags, f"-{target}", *verbose, *NVCC_FLAGS, *flags, "-o", str(out), str(source)]
 
 
 def variant_flags(variant: Variant) -> tuple[str, ...]:
@@ -76,7 +83,7 @@ def build(variant: Variant, arch: str, out_dir: Path) -> dict:
     """
     if not variant.is_cuda:
         raise BuildError(f"{variant.id} is not a CUDA variant; nothing to build")
-    log = compile_source(variant.source, arch, out_dir, variant_flags(variant), variant.id)
+    log = compile_source(variant.source, variant.arch or arch, out_dir, variant_flags(variant), variant.id)
     report = ptxas.parse(log, variant.entry)
     report.update(
         variant=variant.id,

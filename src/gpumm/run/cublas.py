@@ -16,7 +16,10 @@ call below passes the operands (no copies, no transposes).
 import ctypes
 from pathlib import Path
 
-CUBLAS_OP_N = 0
+CUBLAS_OP_N, CUBLAS_OP_T = 0, 1
+CUDA_R_32F, CUDA_R_16BF = 0, 14  # cudaDataType
+CUBLAS_COMPUTE_32F = 68
+CUBLAS_GEMM_DEFAULT = -1
 WORKSPACE_BYTES = 32 << 20
 
 
@@ -95,3 +98,27 @@ class Sgemm:
     def __del__(self):
         if getattr(self, "handle", None) and self._lib is not None:
             self._lib.cublasDestroy_v2(self.handle)
+
+
+class GemmBF16(Sgemm):
+    """cublasGemmEx on the same kind of handle: C (M x N, FP32, row-major) = A (M x K) · B with A and B in BF16
+    (uint16 words), B held K-major as Bt (N x K, row-major), FP32 compute (CUBLAS_COMPUTE_32F).
+
+    In cuBLAS's column-major view the row-major C is Cᵀ (N x M, ldc = N) = Bt · Aᵀ: the row-major N x K buffer Bt
+    is a column-major K x N matrix used transposed (lda = K), and the row-major M x K buffer A is the column-major
+    K x M matrix Aᵀ (ldb = K). The same buffers as the kernels', no copies: the "TN" case."""
+
+    def gemm(self, A, Bt, C) -> None:
+        M, K = A.shape
+        N = Bt.shape[0]
+        if M == 0 or N == 0:
+            return
+        i, p = ctypes.c_int, ctypes.c_void_p
+        self._check(
+            self.lib.cublasGemmEx(
+                self.handle, i(CUBLAS_OP_T), i(CUBLAS_OP_N), i(N), i(M), i(K), ctypes.byref(self.alpha),
+                p(Bt.data.ptr), i(CUDA_R_16BF), i(K), p(A.data.ptr), i(CUDA_R_16BF), i(K), ctypes.byref(self.beta),
+                p(C.data.ptr), i(CUDA_R_32F), i(N), i(CUBLAS_COMPUTE_32F), i(CUBLAS_GEMM_DEFAULT),
+            ),
+            "cublasGemmEx",
+        )  # fmt: skip

@@ -43,7 +43,7 @@ class Launcher:
     def __init__(self, variant: Variant, binary: Path | None = None):
         self.variant = variant
         self.binary = binary
-        self._fn = self._prep = self._host = self._sms = None
+        self._fn = self._prep = self._host = self._sms = self._geom = None
         self._sgemm = {}
         if variant.is_cuda or (variant.kind == "cpu" and variant.file):
             if binary is None or not Path(binary).is_file():
@@ -56,6 +56,11 @@ class Launcher:
             self._sms = _sm_count() if variant.grid_names_sms else None  # asked once, where the grid needs it
             if variant.prepare:
                 self._prep = module.get_function(variant.prepare[0])
+            if variant.op == "matmul_bf16":  # the kernel describes its launch (gpumm.run.hopper)
+                from gpumm.run import hopper
+
+                self._geom = hopper.geometry(binary)
+                hopper.prepare(self._fn, self._geom)
         elif variant.kind == "cpu" and variant.file:
             lib = ctypes.CDLL(str(Path(binary).resolve()))
             self._host = getattr(lib, variant.entry)
@@ -70,6 +75,8 @@ class Launcher:
         has a preparation step: pass the memory mode's ``empty`` so that every
         array the product touches lives in that mode.
         """
+        if self.variant.op == "matmul_bf16":
+            return self._bf16(*arrays)
         if self.variant.op != "matmul":
             return self._other(arrays)
         A, B, C = arrays
@@ -103,6 +110,28 @@ class Launcher:
         args = operations.get(self.variant.op).kernel_args(inputs, out, M, N, 1)
         grid, block, fn = self.variant.grid_dims(M, N, 1), self.variant.block_dims(), self._fn
         return Bound(lambda: fn(grid, block, args))
+
+    def _bf16(self, A, Bt, C) -> Bound:
+        """C = A·Btᵀ from BF16 words: a kernel of kernels/matmul_bf16 with the arguments and dynamic shared memory
+        its geometry asks for (tensor maps by value), or cublasGemmEx on the current stream."""
+        M, K = A.shape
+        N = Bt.shape[0]
+        if self.variant.kind == "cublas":
+            import cupy
+
+            from gpumm.run import cublas
+
+            stream = cupy.cuda.get_current_stream().ptr
+            if stream not in self._sgemm:
+                self._sgemm[stream] = cublas.GemmBF16(stream)
+            gemm = self._sgemm[stream]
+            return Bound(lambda: gemm.gemm(A, Bt, C), library=f"cublasGemmEx, cuBLAS {gemm.version}")
+        from gpumm.run import hopper
+
+        geom, fn = self._geom, self._fn
+        grid, block = self.variant.grid_dims(M, N, K, sms=self._sms), self.variant.block_dims()
+        args = hopper.arguments(geom, A, Bt, C, M, N, K)
+        return Bound(lambda: fn(grid, block, args, shared_mem=geom["SMEM"]))
 
     def _cublas(self, A, B, C) -> Bound:
         """cublasSgemm on the current stream, through a handle of our own (capturable in a CUDA graph)."""

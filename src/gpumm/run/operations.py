@@ -8,6 +8,7 @@ the profiler go through it, so a new operation is one class here and one
 entry per kernel in the catalog:
 
 - ``matmul``: C = A·B, A M×K, B K×N (the multiplies of every seed);
+- ``matmul_bf16``: C = A·B in FP32 from BF16 A and B, B held as Bt N×K (the race on the tensor cores);
 - ``transpose``: out = inᵀ, in M×N, out N×M (seed 002's transpose, S2-TR);
 - ``copy``: out = in, M×N (the transposes' ceiling: the same bytes, no turn).
 
@@ -129,6 +130,55 @@ class Matmul(Operation):
         return Checked(exact, rounding, arrays, launch_ms, spent + launch_ms / 1e3)
 
 
+class MatmulBF16(Matmul):
+    """C (FP32, M x N) = A · B with A (M x K) and B in BF16, B held K-major as Bt (N x K): the race on the tensor
+    cores. Device memory only; the inputs are BF16 words (uint16); the checks are the matmul's, against the float64
+    product of the BF16 values. Shapes from the config's ``bf16`` section (K a multiple of 8: the TMA's rule)."""
+
+    name = "matmul_bf16"
+    memory_modes = False
+    end_to_end = False
+    footprint = 8  # A and Bt in two bytes, C in four
+
+    def shapes(self, config):
+        b = config.get("bf16", {})
+        return _shapes(b.get("sizes", []), b.get("shapes", []), lambda s: (s, s, s))
+
+    def profile_arrays(self, seed, n):
+        return list(verify.bf16_random_inputs(seed, n, n, n))
+
+    def check(self, launcher, mode, seed, cpu_max_mnk, shape):
+        """The exact check (small integers, exact in BF16), then the rounding check (random BF16 values), each
+        against the float64 product of the inputs' values."""
+        M, N, K = shape
+        xp = _cupy() if M * N * K > cpu_max_mnk else np
+        where_made = "gpu" if xp is not np else "cpu"
+
+        def ref_of(words, absolute):
+            a, bt = (verify.bf16_values(w, xp) for w in words)
+            return verify.reference(a, bt.T, cpu_max_mnk, absolute=absolute)
+
+        e = memo.STORE.get(
+            ("bf16_exact", where_made, seed, M, N, K), lambda: verify.bf16_exact_inputs(seed, M, N, K, xp)
+        )
+        _, C, product = place(launcher, mode, list(e), (M, N))
+        spent = timed_run(product, True) / 1e3
+        ref, _, where = memo.STORE.get(("bf16_exact_ref", where_made, seed, M, N, K), lambda: ref_of(e, False))
+        exact = verify.compare_exact(mode.fetch(C) if where == "cpu_f64" else C, ref, where)
+        del ref, C, product
+        if not exact.ok:
+            skipped = verify.Check(False, np.nan, verify.tolerance(K), "", "not made: the exact check failed")
+            return Checked(exact, skipped)
+        host = memo.STORE.get(
+            ("bf16_random", where_made, seed, M, N, K), lambda: verify.bf16_random_inputs(seed, M, N, K, xp)
+        )
+        inputs, C, product = place(launcher, mode, list(host), (M, N))
+        launch_ms = timed_run(product, True)
+        ref, abs_ref, where = memo.STORE.get(("bf16_random_ref", where_made, seed, M, N, K), lambda: ref_of(host, True))
+        rounding = verify.compare(mode.fetch(C) if where == "cpu_f64" else C, ref, abs_ref, K, where)
+        return Checked(exact, rounding, (inputs, C, list(host), product), launch_ms, spent + launch_ms / 1e3)
+
+
 class Transpose(Operation):
     """out = inᵀ; checked exactly: a transpose only moves bits."""
 
@@ -190,7 +240,7 @@ class Copy(Transpose):
         return a.copy()
 
 
-OPERATIONS: dict[str, Operation] = {op.name: op for op in (Matmul(), Transpose(), Copy())}
+OPERATIONS: dict[str, Operation] = {op.name: op for op in (Matmul(), MatmulBF16(), Transpose(), Copy())}
 
 
 def get(name: str | None) -> Operation:

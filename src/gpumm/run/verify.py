@@ -22,6 +22,12 @@ The tolerance, ``ROUNDING_TOLERANCE_U`` = 64 units u (3.8e-6), leaves about
 dropped term costs about |a_k b_k| / (K/4), up to 4/K over the elements
 of C, which is above 64u for every K up to 2^20. NaN never passes: outputs
 are poisoned with NaN before every launch.
+
+**BF16 inputs** (op matmul_bf16) go through the same two checks against the
+float64 product of the BF16 values themselves: a product of two BF16 numbers
+is exact in FP32, so the tensor cores' FP32 accumulation rounds as an FP32
+sum does, and the same tolerance holds (the exploration's products of
+4096³ and 8192³ stayed under a few units u).
 """
 
 from dataclasses import dataclass
@@ -76,6 +82,34 @@ def random_inputs(seed: int, M: int, N: int, K: int, xp=np) -> tuple:
     A = rng.random((M, K), dtype=np.float32) * 2 - 1
     B = rng.random((K, N), dtype=np.float32) * 2 - 1
     return A, B
+
+
+# BF16 (the race on the tensor cores): held as uint16 words, the top half of a float32 (CuPy has no bfloat16 type).
+
+
+def bf16_words(x, xp=np):
+    """float32 values to BF16 words (uint16), rounded to nearest, ties to even (finite inputs)."""
+    u = xp.ascontiguousarray(x, dtype=xp.float32).view(xp.uint32)
+    bias = xp.uint32(0x7FFF) + ((u >> xp.uint32(16)) & xp.uint32(1))
+    return ((u + bias) >> xp.uint32(16)).astype(xp.uint16)
+
+
+def bf16_values(words, xp=np):
+    """BF16 words (uint16) to the float32 values they hold, exactly."""
+    return (words.astype(xp.uint32) << xp.uint32(16)).view(xp.float32)
+
+
+def bf16_exact_inputs(seed: int, M: int, N: int, K: int, xp=np) -> tuple:
+    """A (M x K) and Bt (N x K) as BF16 words of nonzero integers in [-4, 4]: exact in BF16 (8 significant bits),
+    and every partial sum exact in the FP32 accumulators (see the exact check above)."""
+    A, B = exact_inputs(seed, M, N, K, xp)
+    return bf16_words(A, xp), bf16_words(xp.ascontiguousarray(B.T), xp)
+
+
+def bf16_random_inputs(seed: int, M: int, N: int, K: int, xp=np) -> tuple:
+    """A (M x K) and Bt (N x K) as BF16 words of uniform floats in [-1, 1), rounded to BF16; fresh per shape."""
+    A, B = random_inputs(seed, M, N, K, xp)
+    return bf16_words(A, xp), bf16_words(xp.ascontiguousarray(B.T), xp)
 
 
 def reference(A: np.ndarray, B: np.ndarray, cpu_max_mnk: int, absolute: bool = True):

@@ -50,6 +50,7 @@ class Variant:
     rung_below: str | None = None
     threads: int | None = None  # cpu blas: BLAS threads (None: every core)
     op: str = "matmul"  # what it computes: an operation of gpumm.run.operations
+    arch: str | None = None  # a target beyond the run's (sm_90a: Hopper only), else None
 
     @property
     def is_cuda(self) -> bool:
@@ -130,6 +131,8 @@ class Variant:
         """
         h = hashlib.sha256()
         entry = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("label", "studies", "rung_below")}
+        if entry["arch"] is None:  # a field added later counts where it is set: older digests stand
+            del entry["arch"]
         h.update(json.dumps(entry, sort_keys=True, default=list).encode())
         for f in self.inputs():
             h.update(f.read_bytes())
@@ -306,6 +309,7 @@ def expand(
                 rung_below=fam.get("rung_below"),
                 threads=fam.get("threads"),
                 op=fam.get("op", "matmul"),
+                arch=fam.get("arch"),
             )
             if variant.is_cuda:
                 threads = variant.block_dims()[0] * variant.block_dims()[1]
@@ -384,3 +388,8 @@ def _dedent(lines: list[str]) -> str:
     indents = [len(x) - len(x.lstrip()) for x in lines if x.strip() and not x.lstrip().startswith("#")]
     cut = min(indents, default=0)
     return "\n".join(x[cut:] if x[:cut].strip() == "" else x.lstrip() for x in lines)
+
+
+def runs_on(variant: Variant, gpu_arch: str) -> bool:
+    """Whether ``variant`` can run on a GPU of ``gpu_arch`` (sm_90, sm_80, ...): an sm_90a kernel only on sm_90."""
+    return variant.arch is None or variant.arch.rstrip("a") == gpu_arch.rstrip("a")

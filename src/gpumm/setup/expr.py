@@ -2,7 +2,7 @@
 
 Launch geometry and work models are written as text such as
 ``"cdiv(N, TILE)"`` or ``"2*M*N*K"``. Only integer literals, names given by the
-caller, + - * // / and cdiv() are allowed; anything else is an error, so a
+caller, + - * // /, cdiv() and min() are allowed; anything else is an error, so a
 catalog entry can never run arbitrary code.
 """
 
@@ -27,6 +27,9 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+FUNCTIONS = {"cdiv": cdiv, "min": min}  # of two arguments each (min: a persistent grid of at most SMS blocks)
+
+
 def evaluate(text: str, names: dict[str, int]) -> int | float:
     """Evaluate ``text`` with ``names`` bound; raise ExpressionError if not allowed."""
     try:
@@ -39,7 +42,7 @@ def evaluate(text: str, names: dict[str, int]) -> int | float:
 def names_in(text: str) -> set[str]:
     """The variable names an expression uses (cdiv excluded)."""
     tree = ast.parse(text, mode="eval")
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - {"cdiv"}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(FUNCTIONS)
 
 
 def _eval(node: ast.AST, names: dict[str, int], text: str) -> int | float:
@@ -56,9 +59,9 @@ def _eval(node: ast.AST, names: dict[str, int], text: str) -> int | float:
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
-        and node.func.id == "cdiv"
+        and node.func.id in FUNCTIONS
         and len(node.args) == 2
         and not node.keywords
     ):
-        return cdiv(*(_eval(a, names, text) for a in node.args))
+        return FUNCTIONS[node.func.id](*(_eval(a, names, text) for a in node.args))
     raise ExpressionError(f"not allowed in {text!r}: {ast.dump(node)[:60]}")

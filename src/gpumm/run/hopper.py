@@ -1,0 +1,118 @@
+"""Launching the BF16 race's kernels (op matmul_bf16): the geometry each cubin describes, TMA tensor maps, and
+dynamic shared memory beyond 48 KB.
+
+Each kernel file of ``kernels/matmul_bf16/`` puts a ``bf16_geom`` constant in its cubin (its rung, tile, stages,
+threads, dynamic shared memory, cluster size, whether it is persistent, how C is stored, the TMA boxes): read
+here from the cubin's ELF symbol table, no driver call, so a CPU test can read it too. The tensor maps are made
+on the host by the driver's ``cuTensorMapEncodeTiled`` (ctypes on libcuda) and reach the kernel by value as
+``const __grid_constant__ CUtensorMap`` parameters: CuPy passes a one-element NumPy array by value (the driver
+copies the parameter's 128 bytes from it), so a one-element array of a 128-byte type is the map. A launch is
+then an ordinary CuPy launch, which a CUDA graph can capture.
+"""
+
+import ctypes
+import struct
+from pathlib import Path
+
+import numpy as np
+
+GEOM = ["rung", "BM", "BN", "BK", "STAGES", "THREADS", "SMEM", "CLUSTER", "PERSISTENT", "STORE"]
+GEOM += ["ABOX", "BBOX", "TMA", "GM", "CBOXC", "CBOXR", "WS"]
+MAP = np.dtype([("words", np.uint64, (16,))])  # a CUtensorMap: 128 opaque bytes
+BFLOAT16, FLOAT32 = 9, 7  # CUtensorMapDataType
+MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+
+class HopperError(RuntimeError):
+    """A cubin without its geometry, or a driver call that failed (its name and error)."""
+
+
+def geometry(cubin: Path) -> dict[str, int]:
+    """The ``bf16_geom`` constant of a cubin, by field name (a field the kernel does not set is 0)."""
+    d = Path(cubin).read_bytes()
+    shoff = struct.unpack_from("<Q", d, 0x28)[0]
+    shentsize, shnum = struct.unpack_from("<HH", d, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", d, shoff + i * shentsize) for i in range(shnum)]
+
+    def name_at(off: int) -> str:
+        return d[off : d.index(b"\0", off)].decode()
+
+    for sec in secs:
+        if sec[1] != 2:  # SHT_SYMTAB
+            continue
+        strtab = secs[sec[6]][4]
+        for i in range(sec[5] // 24):
+            name, _, _, shndx, value, size = struct.unpack_from("<IBBHQQ", d, sec[4] + i * 24)
+            if name_at(strtab + name) == "bf16_geom":
+                values = struct.unpack_from(f"<{size // 4}i", d, secs[shndx][4] + value)
+                return {**dict.fromkeys(GEOM, 0), **dict(zip(GEOM, values))}
+    raise HopperError(f"{cubin}: no bf16_geom constant (a kernel of kernels/matmul_bf16/ defines one)")
+
+
+_cuda = None
+
+
+def _driver():
+    global _cuda
+    if _cuda is None:
+        lib = ctypes.CDLL("libcuda.so.1")
+        u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
+        lib.cuTensorMapEncodeTiled.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]
+        lib.cuTensorMapEncodeTiled.argtypes += [u64p, u64p, u32p, u32p] + [ctypes.c_int] * 4
+        lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        _cuda = lib
+    return _cuda
+
+
+def _check(res: int, what: str) -> None:
+    if res != 0:
+        name = ctypes.c_char_p()
+        _driver().cuGetErrorName(res, ctypes.byref(name))
+        raise HopperError(f"{what} failed: {res} ({(name.value or b'?').decode()})")
+
+
+def tensor_map(ptr: int, dtype: int, elem: int, rows: int, cols: int, box_rows: int, box_cols: int) -> np.ndarray:
+    """A 2-D tiled tensor map over a row-major rows x cols array at device address ``ptr``: a box of box_rows x
+    box_cols, 128-byte swizzle, zeros read outside the array (and writes clipped there); as a one-element array."""
+    raw = (ctypes.c_uint8 * 256)()
+    at = (ctypes.addressof(raw) + 127) & ~127  # the driver wants the map aligned
+    dims = (ctypes.c_uint64 * 2)(cols, rows)
+    strides = (ctypes.c_uint64 * 1)(cols * elem)
+    box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
+    steps = (ctypes.c_uint32 * 2)(1, 1)
+    # no interleave (0), 128-byte swizzle (3), L2 promotion of 256 bytes (3), zero fill out of bounds (0)
+    res = _driver().cuTensorMapEncodeTiled(at, dtype, 2, ptr, dims, strides, box, steps, 0, 3, 3, 0)
+    _check(res, f"cuTensorMapEncodeTiled({rows} x {cols}, box {box_rows} x {box_cols})")
+    m = np.zeros(1, dtype=MAP)
+    ctypes.memmove(m.ctypes.data, at, 128)
+    return m
+
+
+def prepare(fn, geom: dict[str, int]) -> None:
+    """Let ``fn`` (a CuPy RawKernel) have the dynamic shared memory its geometry asks for (over 48 KB needs it)."""
+    if geom["SMEM"] > 0:
+        handle = getattr(fn, "kernel", fn).ptr
+        _check(_driver().cuFuncSetAttribute(handle, MAX_DYNAMIC_SHARED, geom["SMEM"]), "cuFuncSetAttribute")
+
+
+def supports(geom: dict[str, int], M: int, N: int, K: int) -> str | None:
+    """Why a kernel cannot take this shape (the TMA reads rows whose pitch is a multiple of 16 bytes: K a multiple
+    of 8 in BF16), or None."""
+    if geom["TMA"] and K % 8:
+        return f"K = {K} is not a multiple of 8: the TMA reads rows of A and Bt whose pitch is a multiple of 16 bytes"
+    return None
+
+
+def arguments(geom: dict[str, int], A, Bt, C, M: int, N: int, K: int) -> tuple:
+    """The kernel's arguments for C = A·Btᵀ: pointers for the kernels without TMA; the tensor maps of A and Bt
+    (and of C, where C is stored by the TMA and N is a multiple of 4, the pitch rule for FP32) for the others."""
+    ints = (np.int32(M), np.int32(N), np.int32(K))
+    if not geom["TMA"]:
+        return (A, Bt, C, *ints)
+    ma = tensor_map(A.data.ptr, BFLOAT16, 2, M, K, geom["ABOX"], geom["BK"])
+    mb = tensor_map(Bt.data.ptr, BFLOAT16, 2, N, K, geom["BBOX"], geom["BK"])
+    if not geom["PERSISTENT"]:
+        return (ma, mb, C, *ints)
+    c_tma = int(geom["STORE"] == 1 and N % 4 == 0)
+    mc = tensor_map(C.data.ptr, FLOAT32, 4, M, N, geom["CBOXR"], geom["CBOXC"]) if c_tma else np.zeros(1, MAP)
+    return (ma, mb, mc, C, *ints, np.int32(c_tma))

@@ -1,0 +1,112 @@
+"""The race on the tensor cores (issue 30) on the CPU: BF16 words, the rungs' builds and what their SASS holds, the
+geometry each cubin describes against the catalog, and the variants left out on a GPU that is not a Hopper."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from gpumm.build import loops
+from gpumm.build import nvcc as build
+from gpumm.run import hopper, operations, verify
+from gpumm.setup import catalog, config
+
+BF16 = [v for v in catalog.expand({n: {} for n, f in catalog.load().items()}) if v.op == "matmul_bf16"]
+KERNELS = [v for v in BF16 if v.is_cuda]
+
+
+def test_bf16_words_round_to_nearest_even_and_hold_their_values_exactly():
+    x = np.float32([1.0, -2.5, 3.015625, 1.00390625, 1.01171875, 0.1])  # 1 + 2^-8 is a tie: to even (1.0)
+    words = verify.bf16_words(x)
+    assert words.dtype == np.uint16
+    back = verify.bf16_values(words)
+    assert back[:3].tolist() == [1.0, -2.5, 3.015625]  # exact in BF16 (8 significant bits)
+    assert back[3] == 1.0 and back[4] == np.float32(1.015625)  # ties to even, both ways
+    assert abs(back[5] - 0.1) <= 2**-9 * 0.1  # half an ulp of 8 bits at most
+    assert (verify.bf16_words(back) == words).all()  # a BF16 value rounds to itself
+
+
+def test_bf16_inputs_are_exact_integers_or_fresh_values_in_the_k_major_layout():
+    A, Bt = verify.bf16_exact_inputs(7, 5, 3, 16)
+    assert A.shape == (5, 16) and Bt.shape == (3, 16) and A.dtype == Bt.dtype == np.uint16
+    a, bt = verify.bf16_values(A), verify.bf16_values(Bt)
+    assert set(np.unique(np.abs(a))) <= {1, 2, 3, 4} and (np.round(bt) == bt).all()
+    ref, _, _ = verify.reference(a, bt.T, 1 << 27, absolute=False)
+    assert (ref == a.astype(np.float64) @ bt.T.astype(np.float64)).all()
+    R, Rt = verify.bf16_random_inputs(7, 64, 32, 128)
+    r = verify.bf16_values(R)
+    assert np.count_nonzero(r) > 0.99 * r.size and np.abs(r).max() <= 1.0
+    assert not (R == verify.bf16_random_inputs(8, 64, 32, 128)[0]).all()  # fresh per seed
+
+
+def test_the_operation_takes_the_configs_bf16_shapes():
+    op = operations.get("matmul_bf16")
+    shapes = op.shapes({"bf16": {"sizes": [1024, 256], "shapes": [[7, 9, 8]]}})
+    assert shapes == [(7, 9, 8), (256, 256, 256), (1024, 1024, 1024)]
+    assert not op.memory_modes and not op.end_to_end and op.footprint == 8
+
+
+@pytest.mark.parametrize("shape", [[7, 9, 12], [7, 9, 0]])
+def test_a_bf16_shape_whose_k_the_tma_cannot_read_is_refused(shape):
+    line = config.explain_sections(bf16={"sizes": [256], "shapes": [shape]})
+    assert line is not None and line.startswith("config: bf16.shapes[0][2] = ")
+
+
+def test_hopper_rungs_are_left_out_on_other_gpus():
+    arch = {v.family: v.arch for v in BF16}
+    assert arch["bf16_wmma"] is None and arch["bf16_mma"] is None and arch["cublas_bf16"] is None
+    assert {arch[f] for f in ("bf16_wgmma", "bf16_warpspec", "bf16_persistent", "bf16_cluster")} == {"sm_90a"}
+    by = {v.family: v for v in BF16}
+    assert catalog.runs_on(by["bf16_wgmma"], "sm_90") and not catalog.runs_on(by["bf16_wgmma"], "sm_80")
+    assert catalog.runs_on(by["bf16_wmma"], "sm_80") and catalog.runs_on(by["bf16_mma"], "sm_89")
+
+
+def test_an_sm_90a_build_names_its_target_in_the_gencode_form():
+    cmd = build.command("k.cu", "sm_90a", "k.cubin", "cubin")
+    assert "-gencode=arch=compute_90a,code=sm_90a" in cmd and not any(c.startswith("-arch") for c in cmd)
+    assert "-gencode=arch=compute_90a,code=compute_90a" in build.command("k.cu", "sm_90a", "k.ptx", "ptx")
+    assert "-arch=sm_90" in build.command("k.cu", "sm_90", "k.cubin", "cubin")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH: cannot compile the kernels here")
+    out = {}
+    for v in KERNELS:
+        d = tmp_path_factory.mktemp(v.id)
+        out[v.id] = (v, build.build(v, "sm_90", d), d)
+    return out
+
+
+def test_each_rung_compiles_to_the_instruction_it_is_about(built):
+    """WMMA and mma.sync are HMMA; from the wgmma rung on, HGMMA and no HMMA (Hopper's path); no spills."""
+    if loops.cuobjdump() is None:
+        pytest.fail("cuobjdump is not installed: install the test extra (pip install -e '.[test]')")
+    for vid, (v, report, d) in built.items():
+        ops = loops.opcodes((d / "kernel.sass").read_text())
+        hgmma, hmma = sum(o.startswith("HGMMA") for o in ops), sum(o.startswith("HMMA") for o in ops)
+        assert (hgmma > 0 and hmma == 0) if v.arch == "sm_90a" else (hmma > 0 and hgmma == 0), (vid, hgmma, hmma)
+        assert report["spill_store_bytes"] == 0 and not any(o.startswith(("LDL", "STL")) for o in ops), vid
+
+
+def test_the_geometry_each_cubin_describes_agrees_with_the_catalog(built):
+    """The launcher reads threads, shared memory and TMA boxes from the cubin, the grid from the catalog: they
+    must describe the same kernel (threads, one block per tile or per SM, boxes the TMA can copy)."""
+    for vid, (v, _, d) in built.items():
+        g = hopper.geometry(d / "kernel.cubin")
+        bx, by, _ = v.block_dims()
+        assert g["THREADS"] == bx * by, vid
+        assert g["SMEM"] <= 227 * 1024, vid  # a Hopper SM's shared memory for one block
+        for M, N in ((4096, 4096), (7, 9), (4097, 33)):
+            tiles = -(-M // g["BM"]) * -(-N // g["BN"])
+            gx, gy, _ = v.grid_dims(M, N, 64, sms=132)
+            if g["CLUSTER"] > 1:
+                assert gx % g["CLUSTER"] == 0 and gx <= 132, vid
+            elif g["PERSISTENT"]:
+                assert (gx, gy) == (min(132, tiles), 1), vid
+            else:
+                assert gx * gy == tiles, vid
+        if g["TMA"]:
+            assert 0 < g["ABOX"] <= 256 and 0 < g["BBOX"] <= 256 and g["BK"] * 2 == 128, vid  # 128-byte rows
+            assert hopper.supports(g, 64, 64, 12) and hopper.supports(g, 64, 64, 16) is None
