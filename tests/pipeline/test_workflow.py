@@ -335,7 +335,7 @@ def test_pages_read_well_in_a_browser_at_1400_px(replayed):
     assert len(heads) >= 6 and seen["index"]["headlines"] == dict(zip(heads.key, heads.value))
     s = pd.read_csv(tables / "summary.csv")
     s = s[(s.M == 4096) & (s.N == 4096) & (s.K == 4096) & (s.timed == "kernel") & (s.memory_mode == "device")]
-    s = s[s.status == "ok"]
+    s = s[(s.status == "ok") & (s.op == "matmul")]  # the FP32 race (the BF16 one has its own headline)
     share = s[s.kind == "cuda"].gflops.max() / s[s.kind == "cublas"].gflops.iloc[0]
     assert seen["index"]["headlines"]["best_share_4096"].startswith(f"{share:.1%}")
 
@@ -585,18 +585,20 @@ def test_damage_is_made_again_whatever_the_files_times_say(replayed, tmp_path):
 def test_a_damaged_archive_is_refused_by_name_never_replaced(tree):
     """Issue 29: the archive `replay_from: auto` would replay, damaged (its run.json cut), stops the run before any
     job with one line naming the file; naming the other archive replays it and says the damaged one is left out."""
-    run = tree / "data" / "reference" / "h200" / "run.json"
+    picked = reference.choose("auto", tree / "data" / "reference").name
+    other = next(p.name for p in reference.available(tree / "data" / "reference") if p.name != picked)
+    run = tree / "data" / "reference" / picked / "run.json"
     good = run.read_bytes()
     run.write_bytes(good[:100])
     try:
         out = snakemake(tree, "-n", "--config", "mode=replay")
         text = out.stdout + out.stderr
         assert out.returncode != 0 and "Nothing was run." in text and "Traceback" not in text
-        assert "replay_from = 'auto': archive h200 is damaged (data/reference/h200/run.json: 5 lines, 100 bytes" in text
-        assert "git checkout -- data/reference/h200" in text and "replay_from: h100" in text
-        out = snakemake(tree, "-n", "--config", "mode=replay", "replay_from=h100")
+        said = f"replay_from = 'auto': archive {picked} is damaged (data/reference/{picked}/run.json: "
+        assert said in text and f"git checkout -- data/reference/{picked}" in text and f"replay_from: {other}" in text
+        out = snakemake(tree, "-n", "--config", "mode=replay", f"replay_from={other}")
         assert out.returncode == 0, out.stderr[-2000:]
-        assert "gpumm: archive h200 left out: data/reference/h200/run.json: 5 lines" in out.stderr
+        assert f"gpumm: archive {picked} left out: data/reference/{picked}/run.json: " in out.stderr
     finally:
         run.write_bytes(good)
 

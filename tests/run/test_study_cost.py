@@ -409,6 +409,7 @@ def test_the_kernel_filter_names_whole_entry_points():
 
     f = profile.kernel_regex({"matmul_tiled", "read_rows"}, library=True).removeprefix("regex:")
     assert re.search(f, "matmul_tiled") and re.search(f, "empty_kernel") and re.search(f, "sm80_xmma_gemm_f32")
+    assert re.search(f, "nvjet_sm90_tss_256x128_64x4_2x1_v_bz_TNT")  # cuBLAS BF16's Hopper kernels (issue 30)
     assert not re.search(f, "matmul_tiled_other") and not re.search(f, "transpose_b")
     assert "gemm" not in profile.kernel_regex({"matmul_naive"}, library=False)
 

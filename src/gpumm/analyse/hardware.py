@@ -38,3 +38,21 @@ def fp32_peak(gpu: dict) -> float:
     if n is None or not gpu.get("sm_count") or not gpu.get("sm_clock_khz"):
         return math.nan
     return gpu["sm_count"] * n * 2 * gpu["sm_clock_khz"] * 1e3
+
+
+# Dense BF16 multiply-adds with FP32 accumulation, in flops per clock per SM (four tensor cores each): Hopper's
+# H100 SXM is specified at 989 TFLOP/s with 132 SMs at 1830 MHz, 4096 flops per clock per SM.
+TENSOR_BF16_FLOPS_PER_SM = {(9, 0): 4096}
+
+
+def tensor_bf16_peak(gpu: dict) -> float:
+    """Dense BF16 tensor-core peak in flop/s (FP32 accumulation): SMs x flops per clock per SM x SM clock; nan for
+    a GPU this table does not know."""
+    try:
+        major, minor = (int(x) for x in str(gpu.get("compute_capability", "0.0")).split("."))
+    except ValueError:
+        return math.nan
+    per_sm = TENSOR_BF16_FLOPS_PER_SM.get((major, minor))
+    if per_sm is None or not gpu.get("sm_count") or not gpu.get("sm_clock_khz"):
+        return math.nan
+    return gpu["sm_count"] * per_sm * gpu["sm_clock_khz"] * 1e3

@@ -15,8 +15,9 @@ def _row(key, what, value, number, unit, page, anchor) -> dict:
     return {"key": key, "what": what, "value": value, "number": number, "unit": unit, "page": page, "anchor": anchor}
 
 
-def best_share(summary: pd.DataFrame, n: int) -> dict | None:
-    """The fastest hand-written GPU matrix multiply at n³ (device memory), and its share of cuBLAS's rate."""
+def best_share(summary: pd.DataFrame, n: int, op: str = "matmul") -> dict | None:
+    """The fastest hand-written GPU matrix multiply of operation ``op`` at n³ (device memory), and its share of the
+    rate of the same operation's cuBLAS."""
     s = summary[
         (summary.M == n)
         & (summary.N == n)
@@ -27,6 +28,8 @@ def best_share(summary: pd.DataFrame, n: int) -> dict | None:
         & (summary.kind.isin(["cuda", "cublas"]))
         & summary.gflops.notna()
     ]
+    if "op" in s:
+        s = s[s.op.fillna("matmul") == op]
     cublas = s[s.kind == "cublas"].gflops
     hand = s[s.kind == "cuda"]
     if cublas.empty or hand.empty:
@@ -53,6 +56,21 @@ def headlines(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
                     "% of cuBLAS",
                     "ladder",
                     "race",
+                )
+            )
+    for n in (rates.LADDER_SIZE, 2 * rates.LADDER_SIZE):  # the race on the tensor cores (issue 30)
+        b = best_share(summary, n, "matmul_bf16")
+        if b:
+            rows.append(
+                _row(
+                    f"best_bf16_share_{n}",
+                    f"Fastest hand-written BF16 kernel against cuBLAS BF16 at {n}³ (tensor cores)",
+                    f"{b['share']:.1%} ({b['variant']}: {b['gflops'] / 1e3:.0f} against {b['cublas'] / 1e3:.0f} "
+                    "TFLOP/s)",
+                    100 * b["share"],
+                    "% of cuBLAS BF16",
+                    "tensor",
+                    "DC-TENSOR",
                 )
             )
     goal = t.get("transpose_goal", pd.DataFrame())

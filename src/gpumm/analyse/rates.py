@@ -21,11 +21,13 @@ def best_per_family(summary: pd.DataFrame, shape, timed: str = "kernel") -> pd.D
     return s.loc[s.groupby("family")["gflops"].idxmax()].set_index("family")
 
 
-def ladder(summary: pd.DataFrame, families: list[dict], shape) -> pd.DataFrame:
+def ladder(summary: pd.DataFrame, families: list[dict], shape, reference: str = "cublas") -> pd.DataFrame:
     """One row per family in catalog order at ``shape`` (a square size or (M, N, K)): best GFLOP/s, its spread,
-    share of cuBLAS, gain over the rung below."""
+    share of cuBLAS (the ``reference`` family: cublas_bf16 for the BF16 race), gain over the rung below."""
     best = best_per_family(summary, shape)
-    cublas = best["gflops"].get("cublas", math.nan)
+    if best.empty:
+        best = pd.DataFrame(columns=["variant", "gflops", "iqr_pct"])
+    cublas = best["gflops"].get(reference, math.nan)
     spread = best["iqr_pct"] if "iqr_pct" in best else pd.Series(dtype=float)
     rows = []
     for fam in families:

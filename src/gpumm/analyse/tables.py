@@ -22,6 +22,7 @@ from gpumm.analyse import (
     ratios,
     roofline,
     seed000,
+    tensor,
     transposes,
 )
 from gpumm.archive import reference
@@ -168,6 +169,7 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     metas = {v.id: _json(paths.raw_dir(v.id, results) / "meta.json") for v in variants}
     one_kind(metas)
     summary = summarise(samples)
+    summary["op"] = summary.variant.map({v.id: v.op for v in variants})  # the FP32 pages read matmul's rows only
     loop_table = with_columns(pd.DataFrame(loop_rows), LOOP_COLUMNS)
     gpus = [v.id for v in variants if v.on_gpu]
     cpus = [v.id for v in variants if v.kind == "cpu"]
@@ -180,6 +182,7 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
         "loops": loop_table,
         "estimate": _estimates(loop_table, gpu),
         "ladder": rates.ladder(summary, _families(variants), rates.LADDER_SIZE),
+        "bf16_ladder": tensor.ladder(summary, _families(variants, tensor.OP)),
         "verification": verification(summary),
         "profile_summary": counters.profile_summary(
             profiles, gpu.get("l2_bytes") or np.nan, {v.id: operations.get(v.op).footprint for v in variants}
@@ -202,6 +205,10 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     tables["roofline"] = roofline.points(
         summary[summary.variant.isin(matmul)], profiles, hardware.fp32_peak(gpu), d2d * 1e9, l2 * 1e9
     )
+    bf16 = [v.id for v in variants if v.op == tensor.OP]  # the race on the tensor cores, under its own roof
+    tables["bf16_roofline"] = roofline.points(
+        summary[summary.variant.isin(bf16)], profiles, hardware.tensor_bf16_peak(gpu), d2d * 1e9, l2 * 1e9
+    )
     tables["claim_cases"] = claims.cases(
         summary, tables["resources"], tables["transpose"], tables["estimate"], tables["roofline"]
     )
@@ -221,11 +228,11 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     tables["kernel_notes"] = pd.DataFrame(
         [
             {"family": n, "file": f.get("file", ""), "label": f.get("label", ""), "says": catalog.header(n, families)}
-            | {"flags": " ".join(f.get("nvcc_flags", []))}
+            | {"flags": " ".join(f.get("nvcc_flags", [])), "op": f.get("op", "matmul"), "arch": f.get("arch", "")}
             | dict(zip(("excerpt", "excerpt_lines"), catalog.excerpt(n, families)))
             for n, f in families.items()
         ],
-        columns=["family", "file", "label", "says", "flags", "excerpt", "excerpt_lines"],
+        columns=["family", "file", "label", "says", "flags", "op", "arch", "excerpt", "excerpt_lines"],
     )
     tuned = {name: list(fam["tune"]) for name, fam in families.items() if fam.get("tune")}
     tables["tuning"] = race.tuning_search(summary, tuned)
@@ -353,11 +360,11 @@ def _estimates(loops: pd.DataFrame, gpu: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _families(variants: list[Variant]) -> list[dict]:
-    """GPU families in catalog order, each with its rung below when that family runs too."""
+def _families(variants: list[Variant], op: str = "matmul") -> list[dict]:
+    """GPU families of ``op`` in catalog order, each with its rung below when that family runs too."""
     seen: dict[str, str | None] = {}
     for v in variants:
-        if v.on_gpu and v.op == "matmul":  # the CPU baselines are compared end to end, on the seed 002 page
+        if v.on_gpu and v.op == op:  # the CPU baselines are compared end to end, on the seed 002 page
             seen.setdefault(v.family, v.rung_below)
     return [{"family": f, "rung_below": b if b in seen else None} for f, b in seen.items()]
 

@@ -75,8 +75,9 @@ def regime(n: int, l2_bytes: float, footprint: int = 12) -> str:
     return "dram" if ratio >= DRAM_FACTOR else ("cached" if ratio <= 0.5 else "mixed")
 
 
-# cuBLAS picks its kernel at run time; its names contain one of these.
-LIBRARY_KERNELS = "regex:gemm|xmma|cutlass"
+# cuBLAS picks its kernel at run time; its names contain one of these (nvjet: its Hopper kernels for BF16, such
+# as nvjet_sm90_tss_256x128_64x4_...; a library kernel the filter misses leaves the session's launches unmatched)
+LIBRARY_KERNELS = "regex:gemm|xmma|cutlass|nvjet"
 
 
 def find_ncu() -> str | None:

@@ -79,6 +79,10 @@ def headline_table(runs: list[Archived]) -> str:
             if b:
                 what = f"Fastest hand-written FP32 kernel, share of cuBLAS at {n}³"
                 put(what, k, f"{b['share']:.1%} (`{b['variant']}`)")
+        for n in (4096, 8192):  # the race on the tensor cores: "—" for an archive that predates it
+            b = headlines.best_share(t["summary"], n, "matmul_bf16")
+            what = f"Fastest hand-written BF16 kernel, share of cuBLAS BF16 at {n}³ (tensor cores)"
+            put(what, k, f"{b['share']:.1%} (`{b['variant']}`)" if b else "not in this archive")
         g = t["transpose_goal"]
         if len(g) and str(g.measured.iloc[0]) == "True":
             g = g.iloc[0]

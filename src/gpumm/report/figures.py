@@ -273,9 +273,12 @@ def is_power_of_two(n) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
-def square(summary: pd.DataFrame, timed: str = "kernel", mode: str = "device") -> pd.DataFrame:
-    """Rows of square shapes (M = N = K) timed as ``timed`` under memory ``mode``."""
+def square(summary: pd.DataFrame, timed: str = "kernel", mode: str = "device", op: str = "matmul") -> pd.DataFrame:
+    """Rows of square shapes (M = N = K) timed as ``timed`` under memory ``mode``, of operation ``op`` (the FP32
+    products by default: the BF16 race has its own page)."""
     s = summary[(summary.M == summary.N) & (summary.N == summary.K) & (summary.timed == timed)]
+    if op and "op" in s:
+        s = s[s.op.fillna("matmul") == op]
     return s[s.memory_mode == mode] if mode else s
 
 

@@ -8,6 +8,12 @@ PAGES = [
         "ids": ["S1-C1"],
     },
     {
+        "notebook": "tensor",
+        "short": "Tensor cores",
+        "title": "The race on the tensor cores: BF16 from WMMA to warp-specialized wgmma and TMA",
+        "ids": ["DC-TENSOR"],
+    },
+    {
         "notebook": "seed000",
         "short": "Seed 000",
         "title": "Seed 000: the GPU on the matrix-matrix multiply (G80)",

@@ -1,0 +1,62 @@
+"""The race on the tensor cores (issue 30): the BF16 ladder against cuBLAS BF16, its counters and its roof.
+
+Pure functions on the run's tables, tested on the CPU. The ladder is :func:`gpumm.analyse.rates.ladder` over the
+families of op ``matmul_bf16``, against ``cublas_bf16``, at every square size the run measured them at.
+"""
+
+import math
+
+import pandas as pd
+
+from gpumm.analyse import hardware, rates
+
+OP = "matmul_bf16"
+REFERENCE = "cublas_bf16"
+GOAL = 1.0  # the issue's goal: the best hand-written BF16 kernel at cuBLAS BF16's rate or above, at 4096³ and 8192³
+GOAL_SIZES = (4096, 8192)
+
+
+def ladder(summary: pd.DataFrame, fams: list[dict]) -> pd.DataFrame:
+    """The BF16 ladder at every square size its variants ran at: one row per family (``fams``: the BF16 families
+    in catalog order, each with its rung below) and size (M), with its rate, spread, share of cuBLAS BF16 and
+    gain over the rung below."""
+    if not fams or "op" not in summary:
+        return pd.DataFrame(columns=["M", *_columns()])
+    s = summary[summary.op == OP]
+    sizes = sorted(int(n) for n in s[(s.M == s.N) & (s.N == s.K)].M.dropna().unique())
+    parts = [rates.ladder(s, fams, n, reference=REFERENCE).assign(M=n) for n in sizes]
+    if not parts:
+        return pd.DataFrame(columns=["M", *_columns()])
+    out = pd.concat(parts, ignore_index=True)
+    return out[["M", *[c for c in out.columns if c != "M"]]]
+
+
+def _columns() -> list[str]:
+    return ["family", "best_variant", "gflops", "iqr_pct", "share_of_cublas", "rung_below", "gain_over_rung_below"]
+
+
+def goal(lad: pd.DataFrame) -> dict:
+    """The issue's goal read from the ladder: the best hand-written family's share of cuBLAS BF16 at each of
+    GOAL_SIZES, and whether it is met at every one (None where a size was not measured)."""
+    out = {}
+    for n in GOAL_SIZES:
+        d = lad[(lad.M == n) & (lad.family != REFERENCE) & lad.share_of_cublas.notna()] if len(lad) else lad
+        out[n] = (d.loc[d.share_of_cublas.idxmax()].family, float(d.share_of_cublas.max())) if len(d) else None
+    measured = [v for v in out.values() if v is not None]
+    met = bool(measured) and len(measured) == len(GOAL_SIZES) and all(share >= GOAL for _, share in measured)
+    return {"best": out, "met": met}
+
+
+def roofs(gpu: dict, d2d_gbs: float) -> dict:
+    """The roofs of the two races on this GPU: the FP32 and the tensor-core (BF16) peaks in flop/s, the DRAM roof
+    (the run's device-to-device copy, byte/s), and each race's ridge point (flop per DRAM byte where its peak meets
+    the DRAM roof)."""
+    fp32, tensor = hardware.fp32_peak(gpu), hardware.tensor_bf16_peak(gpu)
+    dram = d2d_gbs * 1e9 if d2d_gbs == d2d_gbs else math.nan
+    return {
+        "fp32": fp32,
+        "tensor": tensor,
+        "dram": dram,
+        "fp32_ridge": fp32 / dram if dram else math.nan,
+        "tensor_ridge": tensor / dram if dram else math.nan,
+    }

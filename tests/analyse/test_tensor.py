@@ -1,0 +1,80 @@
+"""The race on the tensor cores (issue 30): the BF16 ladder, its goal, its roofs and the headlines, on hand-made
+tables."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from gpumm.analyse import hardware, headlines, tensor
+from conftest import HOPPER
+
+FAMS = [
+    {"family": "bf16_wgmma", "rung_below": None},
+    {"family": "bf16_persistent", "rung_below": "bf16_wgmma"},
+    {"family": "cublas_bf16", "rung_below": "bf16_persistent"},
+]
+
+
+def _summary(rates: dict[tuple[str, int], float], op: str = "matmul_bf16") -> pd.DataFrame:
+    rows = []
+    for (variant, n), tflops in rates.items():
+        kind = "cublas" if variant.startswith("cublas") else "cuda"
+        rows.append(
+            {"variant": variant, "family": variant, "kind": kind, "op": op, "M": n, "N": n, "K": n,
+             "timed": "kernel", "memory_mode": "device", "status": "ok", "gflops": 1e3 * tflops, "iqr_pct": 0.5}
+        )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("share_4096, met", [(0.999, False), (1.0, True), (1.02, True)])
+def test_the_goal_is_read_unrounded_at_both_sizes(share_4096, met):
+    s = _summary(
+        {
+            ("bf16_wgmma", 4096): 600,
+            ("bf16_persistent", 4096): 700 * share_4096,
+            ("cublas_bf16", 4096): 700,
+            ("bf16_wgmma", 8192): 600,
+            ("bf16_persistent", 8192): 780,
+            ("cublas_bf16", 8192): 750,
+        }
+    )
+    lad = tensor.ladder(s, FAMS)
+    assert set(lad.M) == {4096, 8192} and len(lad) == 6
+    row = lad[(lad.M == 4096) & (lad.family == "bf16_persistent")].iloc[0]
+    assert row.share_of_cublas == pytest.approx(share_4096) and row.gain_over_rung_below == pytest.approx(
+        700 * share_4096 / 600
+    )
+    g = tensor.goal(lad)
+    assert g["met"] is met and g["best"][4096] == ("bf16_persistent", pytest.approx(share_4096))
+    assert g["best"][8192][1] == pytest.approx(780 / 750)
+
+
+def test_a_size_not_measured_leaves_the_goal_unmet():
+    lad = tensor.ladder(_summary({("bf16_persistent", 4096): 800, ("cublas_bf16", 4096): 700}), FAMS)
+    g = tensor.goal(lad)
+    assert g["best"][8192] is None and g["met"] is False
+
+
+def test_no_bf16_rows_give_an_empty_ladder():
+    assert tensor.ladder(_summary({("naive", 4096): 5}, op="matmul"), FAMS).empty
+    assert tensor.ladder(_summary({}), []).empty
+
+
+def test_the_two_roofs_and_their_ridge_points():
+    peak = hardware.tensor_bf16_peak(HOPPER)
+    assert peak == 132 * 4096 * 1.98e9  # 1,070 TFLOP/s at 1980 MHz
+    r = tensor.roofs(HOPPER, 3000.0)
+    assert r["tensor"] / r["fp32"] == pytest.approx(4096 / 256)  # sixteen times the FP32 peak, clock for clock
+    assert r["tensor_ridge"] == pytest.approx(peak / 3e12) and r["fp32_ridge"] == pytest.approx(r["fp32"] / 3e12)
+    assert math.isnan(hardware.tensor_bf16_peak({**HOPPER, "compute_capability": "8.0"}))
+    assert math.isnan(tensor.roofs(HOPPER, float("nan"))["tensor_ridge"])
+
+
+def test_bf16_rows_never_enter_the_fp32_headline():
+    fp32 = _summary({("streamk", 4096): 46.0, ("cublas", 4096): 51.0}, op="matmul")
+    both = pd.concat([fp32, _summary({("bf16_persistent", 4096): 750, ("cublas_bf16", 4096): 740})])
+    b = headlines.best_share(both, 4096)
+    assert b["variant"] == "streamk" and b["share"] == pytest.approx(46 / 51)
+    t = headlines.best_share(both, 4096, "matmul_bf16")
+    assert t["variant"] == "bf16_persistent" and t["share"] == pytest.approx(750 / 740)
