@@ -6,8 +6,8 @@ import math
 import pandas as pd
 import pytest
 
-from gpumm.analyse import hardware, headlines, tensor
 from conftest import HOPPER
+from gpumm.analyse import hardware, headlines, tensor
 
 FAMS = [
     {"family": "bf16_wgmma", "rung_below": None},
