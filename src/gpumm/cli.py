@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     started, rc = time.time(), 1
     try:
         rc = _main(argv)
-        records.seal(outputs if rc == 0 else [])
+        if rc == 0:
+            records.seal(outputs)
         return rc
     finally:
         log = os.environ.get(archive_steps.RUN_LOG_ENV)

@@ -57,16 +57,22 @@ def _candidates(root: Path) -> list[Path]:
     return [p for p in root.glob("*/") if (p / "raw" / "provenance.json").is_file()] if root.is_dir() else []
 
 
+def _scan(root: Path) -> tuple[list[Path], dict[str, str]]:
+    """(the intact archives, oldest first; the damaged ones, name -> why): every archive checked once."""
+    why = {p: _unreadable(p) for p in _candidates(root)}
+    found = sorted((p for p, w in why.items() if w is None), key=lambda p: (str(provenance(p).get("date", "")), p.name))
+    return found, {p.name: w for p, w in why.items() if w is not None}
+
+
 def available(root: Path = paths.REFERENCE) -> list[Path]:
     """Archives whose provenance can be read, oldest first (a damaged one is left out: :func:`damaged`)."""
-    found = [p for p in _candidates(root) if _unreadable(p) is None]
-    return sorted(found, key=lambda p: (str(provenance(p).get("date", "")), p.name))
+    return _scan(root)[0]
 
 
 def damaged(root: Path = paths.REFERENCE) -> dict[str, str]:
     """The archives left out of :func:`available`, for a provenance that cannot be read or a file that differs
     from the archive's manifest: name -> why."""
-    return {p.name: why for p in _candidates(root) if (why := _unreadable(p)) is not None}
+    return _scan(root)[1]
 
 
 def seal(archive: Path) -> Path:
@@ -97,8 +103,7 @@ def choose(name: str, root: Path = paths.REFERENCE) -> Path:
     """The archive to replay: ``name``, or, when name is auto, the newest complete one (else the newest). Auto picks
     among every archive whose provenance reads, damaged or not (a damaged run.json may no longer say the run was
     whole): a damaged pick is refused by name, never replaced by another archive silently."""
-    found = available(root)
-    bad = damaged(root)
+    found, bad = _scan(root)
     if name == "auto":
         dated = [p for p in _candidates(root) if _unreadable_provenance(p) is None]
         dated.sort(key=lambda p: (str(provenance(p).get("date", "")), p.name))

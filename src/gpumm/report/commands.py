@@ -49,10 +49,7 @@ def _status(path: Path, failed: dict[str, str]) -> None:
     """Write the pages' status (``failed``: page -> the line naming its notebook, cell and error), whole."""
     from gpumm.setup import files
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(files.json_text({"failed": failed}, indent=1))
-    tmp.replace(path)
+    files.write_text(path, files.json_text({"failed": failed}, indent=1))
 
 
 def _failed_page(notebook: Path, notebooks_out: Path, out: Path, line: str) -> None:
@@ -62,6 +59,7 @@ def _failed_page(notebook: Path, notebooks_out: Path, out: Path, line: str) -> N
     import nbformat
 
     from gpumm.report import render, style
+    from gpumm.setup import files
 
     notebooks_out.mkdir(parents=True, exist_ok=True)
     nbformat.write(nbformat.read(notebook, as_version=4), notebooks_out / notebook.name)
@@ -70,10 +68,7 @@ def _failed_page(notebook: Path, notebooks_out: Path, out: Path, line: str) -> N
         f"{html.escape(line)}. The other pages of the report were made; fix the notebook and run the report "
         'again. <a href="index.html">Report index</a></p>'
     )
-    tmp = out / f"{notebook.stem}.html.tmp"
-    out.mkdir(parents=True, exist_ok=True)
-    tmp.write_text(style.page(render.title(notebook.stem), body))
-    tmp.replace(out / f"{notebook.stem}.html")
+    files.write_text(out / f"{notebook.stem}.html", style.page(render.title(notebook.stem), body))
 
 
 TABLES_REMEDY = "run snakemake again, which makes the tables again (python -m gpumm collect by hand)"

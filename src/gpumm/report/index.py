@@ -20,7 +20,7 @@ import pandas as pd
 from gpumm.analyse import claims
 from gpumm.report import labels, method, style
 from gpumm.report.pages import PAGES
-from gpumm.setup import paths
+from gpumm.setup import files, paths
 
 START_HERE = [
     ("ladder", "race", "how far hand-written FP32 kernels get against cuBLAS, rung by rung, and why"),
@@ -96,13 +96,6 @@ def _page(title: str, source: dict, body: str) -> str:
     links = " · ".join(f'<a href="{p["notebook"]}.html">{html.escape(p["short"])}</a>' for p in PAGES)
     nav = f'<nav><a href="index.html">Report index</a> · <a href="run.html">This run</a> · {links}</nav>'
     return style.page(title, f"{banner_html(source)}\n{nav}\n{body}")
-
-
-def _write(text: str, out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(out)
 
 
 def _read(t: Path, name: str) -> pd.DataFrame:
@@ -263,8 +256,10 @@ second on the tensor cores (BF16) against cuBLAS BF16.</p>
 {study_cost(costs)}
 """
     title = "How memory decides the speed of GPU matrix multiply — report"
-    _write(_page(title, source, body), out_dir / "index.html")
-    _write(_page("This run: how the numbers were taken", source, run_page(tables, source)), out_dir / "run.html")
+    files.write_text(out_dir / "index.html", _page(title, source, body))
+    files.write_text(
+        out_dir / "run.html", _page("This run: how the numbers were taken", source, run_page(tables, source))
+    )
 
 
 def run_page(tables: Path, source: dict) -> str:

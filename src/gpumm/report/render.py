@@ -14,6 +14,7 @@ from nbconvert import HTMLExporter
 
 from gpumm.report import style
 from gpumm.report.pages import PAGES
+from gpumm.setup import files
 
 # <script src="http..."> of nbconvert's template (require.js, MathJax): fetched from the network, not needed
 REMOTE_SCRIPT = re.compile(r"<script[^>]*\ssrc=[\"']https?://[^>]*>\s*</script>\s*", re.I)
@@ -39,8 +40,4 @@ def render(notebook: Path, out: Path) -> None:
     body, _ = HTMLExporter(
         template_name="basic", exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True
     ).from_notebook_node(nb)
-    body = style.page(nb.metadata["title"], offline(body))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(body)
-    tmp.replace(out)
+    files.write_text(out, style.page(nb.metadata["title"], offline(body)))

@@ -18,6 +18,14 @@ def write_csv(df: "pd.DataFrame", path: Path) -> None:
     tmp.replace(path)
 
 
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file renamed into place (the folder made if missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
 def write_rows(rows: list[dict], columns: list[str], path: Path) -> None:
     """Write ``rows`` (dicts; a missing column is left empty) as ``write_csv`` would write their frame."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpumm.setup import manifest, paths
+from gpumm.setup import files, manifest, paths
 
 FOLDER = ".records"
 
@@ -36,18 +36,14 @@ def outputs_to_seal(argv: list[str]) -> tuple[list[Path], list[str]]:
     return [], argv
 
 
-def seal(files: list[Path], results: Path | None = None) -> int:
-    """Record ``files`` (a step's outputs, under results/) as they are now, each with the list of the others;
+def seal(outputs: list[Path], results: Path | None = None) -> int:
+    """Record ``outputs`` (a step's outputs, under results/) as they are now, each with the list of the others;
     files outside results/ or not there are left out. The number recorded."""
     results = _root(results)
-    here = [f for f in files if f.is_file() and results.resolve() in f.resolve().parents]
+    here = [f for f in outputs if f.is_file() and results.resolve() in f.resolve().parents]
     rel = sorted(f.resolve().relative_to(results.resolve()).as_posix() for f in here)
     for f in here:
-        out = record_path(f, results)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps({**manifest.entry(f), "with": rel}, allow_nan=False))
-        tmp.replace(out)
+        files.write_text(record_path(f, results), json.dumps({**manifest.entry(f), "with": rel}, allow_nan=False))
     return len(here)
 
 
@@ -107,10 +103,10 @@ def check(results: Path | None = None) -> list[Finding]:
             line = f"{paths.shown(rec)}: the record of {shown} cannot be read ({type(exc).__name__}); {_what(rel)}"
             found.append(Finding(line, [file, rec, *_downstream(rel, results)]))
             continue
-        if not file.is_file():
+        have = manifest.entry(file) if file.is_file() else None
+        if have is None:
             line = f"{shown}: missing (its step wrote {want.get('lines')} lines); {_what(rel)}"
-        elif manifest.entry(file)["sha256"] != want["sha256"]:
-            have = manifest.entry(file)
+        elif have["sha256"] != want["sha256"]:
             line = (
                 f"{shown}: {have['lines']} lines, {have['bytes']} bytes where its step wrote {want.get('lines')} "
                 f"lines, {want.get('bytes')} bytes (damaged or edited); {_what(rel)}"
