@@ -53,3 +53,59 @@ def test_rounding_tolerance_is_64_units_whatever_k():
 def test_shapes_are_unique_and_smallest_work_first():
     shapes = measure.shapes_from([256, 16, 256], [[333, 517, 129], [16, 16, 16]])
     assert shapes == [(16, 16, 16), (256, 256, 256), (333, 517, 129)]
+
+
+def _cpu_blas(corrupt: bool = False):
+    """cpu_blas's launcher; with ``corrupt`` its product adds 1 to C[0, 0] after computing it."""
+    from gpumm.run import launch
+    from gpumm.setup import catalog
+
+    launcher = launch.Launcher(catalog.from_id("cpu_blas"))
+    if corrupt:
+        bind = launcher.bind
+
+        def bad_bind(*arrays, **kw):
+            bound = bind(*arrays, **kw)
+            multiply = bound.multiply
+
+            def wrong():
+                multiply()
+                arrays[-1][0, 0] += 1
+
+            bound.multiply = wrong
+            return bound
+
+        launcher.bind = bad_bind
+    return launcher
+
+
+@pytest.mark.parametrize("shape", [(33, 17, 9), (1, 4096, 7)])
+def test_the_matmul_check_passes_a_right_product_and_keeps_its_arrays(shape):
+    from gpumm.run import memory, operations
+
+    checked = operations.get("matmul").check(_cpu_blas(), memory.HostMemory(), 5, 1 << 27, shape)
+    assert checked.exact.ok and checked.exact.max_rel_err == 0 and checked.rounding.ok
+    placed, C, host, _ = checked.arrays
+    assert C.shape == shape[:2] and [a.shape for a in host] == [shape[::2], shape[:0:-1]]
+
+
+def test_the_matmul_check_fails_one_wrong_element_exactly_and_skips_the_rounding_check():
+    from gpumm.run import memory, operations
+
+    checked = operations.get("matmul").check(_cpu_blas(corrupt=True), memory.HostMemory(), 6, 1 << 27, (16, 16, 16))
+    assert not checked.exact.ok and not checked.rounding.ok and "exact check failed" in checked.rounding.reason
+
+
+def test_the_bf16_operation_checks_against_the_product_of_the_bf16_values():
+    from gpumm.run import operations
+
+    op = operations.get("matmul_bf16")
+    A, Bt = op.inputs(False, 9, 5, 3, 16, np)
+    assert A.dtype == np.uint16 and A.shape == (5, 16) and Bt.shape == (3, 16)
+    ref, abs_ref, where = op.reference([A, Bt], 1 << 27, absolute=True)
+    a, bt = verify.bf16_values(A), verify.bf16_values(Bt)
+    assert where == "cpu_f64" and np.array_equal(ref, a.astype(np.float64) @ bt.T.astype(np.float64))
+    assert np.array_equal(abs_ref, np.abs(a).astype(np.float64) @ np.abs(bt.T).astype(np.float64))
+    E = op.inputs(True, 9, 5, 3, 16, np)
+    values = [verify.bf16_values(w) for w in E]
+    assert all(np.all(v == np.round(v)) and np.abs(v).max() <= verify.EXACT_MAGNITUDE for v in values)

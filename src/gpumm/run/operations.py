@@ -87,8 +87,18 @@ class Matmul(Operation):
     def output_shape(self, M, N, K):
         return (M, N)
 
+    def inputs(self, exact: bool, seed: int, M: int, N: int, K: int, xp) -> list:
+        """The exact check's inputs (small integers) or the rounding check's (random floats), fresh per shape."""
+        return list((verify.exact_inputs if exact else verify.random_inputs)(seed, M, N, K, xp))
+
+    def reference(self, inputs: list, cpu_max_mnk: int, absolute: bool):
+        """(ref, abs_ref, where): the float64 product of the inputs (and of their absolute values)."""
+        A, B = inputs
+        return verify.reference(A, B, cpu_max_mnk, absolute=absolute)
+
     def check(self, launcher, mode, seed, cpu_max_mnk, shape):
         """The exact check (small integers), then the rounding check (random floats); see gpumm.run.verify.
+        The inputs and references come from :meth:`inputs` and :meth:`reference`.
 
         Inputs and references depend only on the seed and the shape: they are made once and kept
         (:mod:`gpumm.run.memo`) for the next memory mode and the next variant at the same shape.
@@ -97,17 +107,14 @@ class Matmul(Operation):
         on_gpu = launcher.variant.on_gpu
         # shapes checked against a reference on the GPU get their inputs made there too (CuPy's generators)
         xp = _cupy() if on_gpu and M * N * K > cpu_max_mnk else np
-        where_made = "gpu" if xp is not np else "cpu"
+        key = (self.name, "gpu" if xp is not np else "cpu", seed, M, N, K)
         spent = 0.0
         if K <= verify.EXACT_MAX_K:
-            A_e, B_e = memo.STORE.get(
-                ("exact", where_made, seed, M, N, K), lambda: verify.exact_inputs(seed, M, N, K, xp)
-            )
-            _, C, product = place(launcher, mode, [A_e, B_e], (M, N))
+            exact_in = memo.STORE.get(("exact", *key), lambda: self.inputs(True, seed, M, N, K, xp))
+            _, C, product = place(launcher, mode, exact_in, (M, N))
             spent += timed_run(product, on_gpu) / 1e3
             ref, _, where = memo.STORE.get(
-                ("exact_ref", where_made, seed, M, N, K, cpu_max_mnk),
-                lambda: verify.reference(A_e, B_e, cpu_max_mnk, absolute=False),
+                ("exact_ref", *key, cpu_max_mnk), lambda: self.reference(exact_in, cpu_max_mnk, absolute=False)
             )
             exact = verify.compare_exact(mode.fetch(C) if where == "cpu_f64" else C, ref, where)
             del ref, C, product
@@ -116,17 +123,14 @@ class Matmul(Operation):
         if not exact.ok:
             skipped = verify.Check(False, np.nan, verify.tolerance(K), "", "not made: the exact check failed")
             return Checked(exact, skipped)
-        A_host, B_host = memo.STORE.get(
-            ("random", where_made, seed, M, N, K), lambda: verify.random_inputs(seed, M, N, K, xp)
-        )
-        inputs, C, product = place(launcher, mode, [A_host, B_host], (M, N))
+        host = memo.STORE.get(("random", *key), lambda: self.inputs(False, seed, M, N, K, xp))
+        placed, C, product = place(launcher, mode, host, (M, N))
         launch_ms = timed_run(product, on_gpu)
         ref, abs_ref, where = memo.STORE.get(
-            ("random_ref", where_made, seed, M, N, K, cpu_max_mnk),
-            lambda: verify.reference(A_host, B_host, cpu_max_mnk),
+            ("random_ref", *key, cpu_max_mnk), lambda: self.reference(host, cpu_max_mnk, absolute=True)
         )
         rounding = verify.compare(mode.fetch(C) if where == "cpu_f64" else C, ref, abs_ref, K, where)
-        arrays = (inputs, C, [A_host, B_host], product)
+        arrays = (placed, C, host, product)
         return Checked(exact, rounding, arrays, launch_ms, spent + launch_ms / 1e3)
 
 
@@ -147,36 +151,14 @@ class MatmulBF16(Matmul):
     def profile_arrays(self, seed, n):
         return list(verify.bf16_random_inputs(seed, n, n, n))
 
-    def check(self, launcher, mode, seed, cpu_max_mnk, shape):
-        """The exact check (small integers, exact in BF16), then the rounding check (random BF16 values), each
-        against the float64 product of the inputs' values."""
-        M, N, K = shape
-        xp = _cupy() if M * N * K > cpu_max_mnk else np
-        where_made = "gpu" if xp is not np else "cpu"
+    def inputs(self, exact, seed, M, N, K, xp):
+        """A (M x K) and Bt (N x K) as BF16 words: small integers (exact in BF16) or random values."""
+        return list((verify.bf16_exact_inputs if exact else verify.bf16_random_inputs)(seed, M, N, K, xp))
 
-        def ref_of(words, absolute):
-            a, bt = (verify.bf16_values(w, xp) for w in words)
-            return verify.reference(a, bt.T, cpu_max_mnk, absolute=absolute)
-
-        e = memo.STORE.get(
-            ("bf16_exact", where_made, seed, M, N, K), lambda: verify.bf16_exact_inputs(seed, M, N, K, xp)
-        )
-        _, C, product = place(launcher, mode, list(e), (M, N))
-        spent = timed_run(product, True) / 1e3
-        ref, _, where = memo.STORE.get(("bf16_exact_ref", where_made, seed, M, N, K), lambda: ref_of(e, False))
-        exact = verify.compare_exact(mode.fetch(C) if where == "cpu_f64" else C, ref, where)
-        del ref, C, product
-        if not exact.ok:
-            skipped = verify.Check(False, np.nan, verify.tolerance(K), "", "not made: the exact check failed")
-            return Checked(exact, skipped)
-        host = memo.STORE.get(
-            ("bf16_random", where_made, seed, M, N, K), lambda: verify.bf16_random_inputs(seed, M, N, K, xp)
-        )
-        inputs, C, product = place(launcher, mode, list(host), (M, N))
-        launch_ms = timed_run(product, True)
-        ref, abs_ref, where = memo.STORE.get(("bf16_random_ref", where_made, seed, M, N, K), lambda: ref_of(host, True))
-        rounding = verify.compare(mode.fetch(C) if where == "cpu_f64" else C, ref, abs_ref, K, where)
-        return Checked(exact, rounding, (inputs, C, list(host), product), launch_ms, spent + launch_ms / 1e3)
+    def reference(self, inputs, cpu_max_mnk, absolute):
+        """The float64 product of the values the BF16 words hold."""
+        a, bt = (verify.bf16_values(w, _xp(w)) for w in inputs)
+        return verify.reference(a, bt.T, cpu_max_mnk, absolute=absolute)
 
 
 class Transpose(Operation):
