@@ -47,5 +47,8 @@ sk_128x256_s4_g16_tma    streamk.cu     -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1
 pp_128x128_s6_g4_tma     ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=4 -DSTORE=1 -DCL=1
 pp_128x128_s6_g2_tma     ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=2 -DSTORE=1 -DCL=1
 ppcl_128x128_s6_g8_tma   ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=8 -DSTORE=1 -DCL=2
+stag_128x256_s4_g16_tma  stagger.cu                               -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DSTAGGER=1
+stag_128x256_s4_g8_tma   stagger.cu                               -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DSTAGGER=1
+stag_128x256_s4_g16      stagger.cu                               -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=0 -DSTAGGER=1
 LIST
 exit $status
