@@ -169,7 +169,9 @@ def test_end_to_end_and_profiles_follow_their_variant_lists():
     cfg = _default_config()
     assert settings.timing_for(catalog.from_id("tiled_tile4"), cfg)["end_to_end_max_size"] == 0
     assert settings.timing_for(catalog.from_id("tiled_tile16"), cfg)["end_to_end_max_size"] == 2048
-    assert config.metric_sets_for(catalog.from_id("warptile"), cfg) == ["memory", "race"]
+    # both races' chains in one ncu session: every rung with the race's counters has the tensor cores' too
+    assert config.metric_sets_for(catalog.from_id("warptile"), cfg) == ["memory", "race", "tensor"]
+    assert config.metric_sets_for(catalog.from_id("bf16_persistent"), cfg) == ["memory", "race", "tensor"]
     assert config.metric_sets_for(catalog.from_id("tiled_tile4"), cfg) == ["memory"]
 
 
