@@ -78,3 +78,45 @@ def test_bf16_rows_never_enter_the_fp32_headline():
     assert b["variant"] == "streamk" and b["share"] == pytest.approx(46 / 51)
     t = headlines.best_share(both, 4096, "matmul_bf16")
     assert t["variant"] == "bf16_persistent" and t["share"] == pytest.approx(750 / 740)
+
+
+def _profiles(values: dict[str, tuple[float, float, float]], n: int = 8192, missing: tuple = ()) -> pd.DataFrame:
+    """Profile rows (variant, M, metric, value, status) of tensor pipe %, DRAM bytes read and L2 hit %."""
+    rows = []
+    for v, triple in values.items():
+        for metric, value in zip((tensor.PIPE, tensor.DRAM_READ, tensor.L2_HIT), triple):
+            rows.append({"variant": v, "M": n, "metric": metric, "value": value, "status": "ok"})
+    for v in missing:
+        rows.append({"variant": v, "M": n, "metric": None, "value": math.nan, "status": "missing"})
+    return pd.DataFrame(rows)
+
+
+def test_the_counters_follow_the_ladder_and_each_step_pairs_a_rung_with_the_one_below():
+    order = [f["family"] for f in FAMS]
+    prof = _profiles(
+        {
+            "cublas_bf16": (94.7, 1.27e9, 73.7),
+            "bf16_persistent": (96.1, 1.31e9, 80.6),
+            "bf16_wgmma": (77.2, 3.68e9, 64.2),
+        }
+    )
+    cnt = tensor.counters(prof, order)
+    assert list(cnt.family) == order and list(cnt.tensor_pipe_pct) == [77.2, 96.1, 94.7]
+    lad = tensor.ladder(
+        _summary({("bf16_wgmma", 8192): 630, ("bf16_persistent", 8192): 760, ("cublas_bf16", 8192): 760}), FAMS
+    )
+    st = tensor.steps(lad, cnt).set_index("family")
+    assert list(st.index) == ["bf16_persistent", "cublas_bf16"]
+    p = st.loc["bf16_persistent"]
+    assert p.rung_below == "bf16_wgmma" and p.gain == pytest.approx(760 / 630)
+    assert (p.busy_below, p.busy, p.dram_below, p.dram, p.hit_below, p.hit) == (77.2, 96.1, 3.68e9, 1.31e9, 64.2, 80.6)
+
+
+def test_a_rung_without_a_profile_has_no_step_and_no_counters():
+    order = [f["family"] for f in FAMS]
+    prof = _profiles({"bf16_persistent": (96.1, 1.31e9, 80.6)}, missing=("bf16_wgmma",))
+    cnt = tensor.counters(prof, order)
+    assert list(cnt.family) == ["bf16_persistent"]
+    lad = tensor.ladder(_summary({("bf16_wgmma", 8192): 630, ("bf16_persistent", 8192): 760}), FAMS)
+    assert tensor.steps(lad, cnt).empty
+    assert tensor.counters(prof.iloc[0:0], order).empty

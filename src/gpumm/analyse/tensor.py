@@ -60,3 +60,44 @@ def roofs(gpu: dict, d2d_gbs: float) -> dict:
         "fp32_ridge": fp32 / dram if dram else math.nan,
         "tensor_ridge": tensor / dram if dram else math.nan,
     }
+
+
+PIPE = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"  # HMMA and HGMMA alike
+DRAM_READ = "dram__bytes_read.sum"
+L2_HIT = "lts__t_sector_hit_rate.pct"
+
+
+def counters(profiles: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    """The BF16 rungs' counters, one row per family (``order``: the ladder's, cuBLAS BF16 last) and profiled size
+    (M): tensor pipe busy (% of active cycles), DRAM bytes read and L2 hit rate (%), NaN where not collected."""
+    cols = ["family", "M", "tensor_pipe_pct", "dram_read_bytes", "l2_hit_pct"]
+    if profiles.empty or not order:
+        return pd.DataFrame(columns=cols)
+    ok = profiles[(profiles.status == "ok") & profiles.variant.isin(order)]
+    if ok.empty:
+        return pd.DataFrame(columns=cols)
+    wide = ok.pivot_table(index=["variant", "M"], columns="metric", values="value", aggfunc="first")
+    wide = wide.reindex(columns=[PIPE, DRAM_READ, L2_HIT]).reset_index()
+    wide.columns = cols
+    wide["rank"] = wide.family.map({f: i for i, f in enumerate(order)})
+    return wide.sort_values(["M", "rank"]).drop(columns="rank").reset_index(drop=True)
+
+
+def steps(lad: pd.DataFrame, cnt: pd.DataFrame) -> pd.DataFrame:
+    """Each rung's gain over the rung below at every profiled size, beside the counters of both: the tensor pipe's
+    busy share, the DRAM bytes read and the L2 hit rate, below and here."""
+    cols = ["M", "family", "rung_below", "gain", "busy_below", "busy", "dram_below", "dram", "hit_below", "hit"]
+    if lad.empty or cnt.empty:
+        return pd.DataFrame(columns=cols)
+    c = cnt.set_index(["family", "M"])
+    rows = []
+    for r in lad[lad.M.isin(set(cnt.M)) & lad.gain_over_rung_below.notna()].itertuples():
+        here, below = (r.family, r.M), (r.rung_below, r.M)
+        if here not in c.index or below not in c.index:
+            continue
+        a, b = c.loc[below], c.loc[here]
+        rows.append(
+            [r.M, r.family, r.rung_below, r.gain_over_rung_below, a.tensor_pipe_pct, b.tensor_pipe_pct,
+             a.dram_read_bytes, b.dram_read_bytes, a.l2_hit_pct, b.l2_hit_pct]
+        )  # fmt: skip
+    return pd.DataFrame(rows, columns=cols)
