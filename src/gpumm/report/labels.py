@@ -135,6 +135,10 @@ METRICS = {
     "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": "FMUL",
     "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "FFMA",
     "smsp__issue_active.avg.pct_of_peak_sustained_active": "issue slots used (%)",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor pipe busy (%)",
+    "sm__cycles_active.avg": "SM active cycles",
+    "sm__cycles_elapsed.avg": "elapsed cycles",
+    "lts__t_sector_hit_rate.pct": "L2 hit rate (%)",
 }
 METRICS["smsp__average_warps_active_per_issue_active.ratio"] = "warps per issue (all)"
 _STALLS = ("long_scoreboard", "short_scoreboard", "mio_throttle", "barrier", "math_pipe_throttle", "not_selected")
