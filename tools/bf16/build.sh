@@ -7,6 +7,9 @@ set -e
 cd "$(dirname "$0")"
 mkdir -p cubins
 rm -f cubins/*.cubin cubins/manifest.txt cubins/ptxas.txt
+# call 11's staggered epilogues: rung 5 with stagger.patch applied (the patched file lands in cubins/, built with
+# the kernels' folder on the include path)
+patch -s -o cubins/stagger.cu ../../kernels/matmul_bf16/persistent.cu stagger.patch
 NVCC=${NVCC:-nvcc}
 FLAGS="-gencode=arch=compute_90a,code=sm_90a -cubin -O3 -std=c++17"
 status=0
@@ -47,8 +50,8 @@ sk_128x256_s4_g16_tma    streamk.cu     -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1
 pp_128x128_s6_g4_tma     ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=4 -DSTORE=1 -DCL=1
 pp_128x128_s6_g2_tma     ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=2 -DSTORE=1 -DCL=1
 ppcl_128x128_s6_g8_tma   ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTAGES=6 -DGM=8 -DSTORE=1 -DCL=2
-stag_128x256_s4_g16_tma  stagger.cu                               -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DSTAGGER=1
-stag_128x256_s4_g8_tma   stagger.cu                               -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DSTAGGER=1
-stag_128x256_s4_g16      stagger.cu                               -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=0 -DSTAGGER=1
+stag_128x256_s4_g16_tma  cubins/stagger.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DSTAGGER=1
+stag_128x256_s4_g8_tma   cubins/stagger.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DSTAGGER=1
+stag_128x256_s4_g16      cubins/stagger.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=0 -DSTAGGER=1
 LIST
 exit $status
