@@ -21,7 +21,8 @@ Checks (output poisoned with NaN before each launch; a failed candidate is not t
 Each candidate is checked at every shape it claims: the TMA rungs need K % 8 == 0 (the TMA's row pitch rule); the
 others take any shape.
 
-The tensor maps (cuTensorMapEncodeTiled through ctypes on libcuda.so.1) reach a kernel by value, as
+The tensor maps and each cubin's geometry come from the pipeline's own `gpumm.run.hopper` (src/ is put on the
+path). The maps (cuTensorMapEncodeTiled through ctypes on libcuda.so.1) reach a kernel by value, as
 `const __grid_constant__ CUtensorMap` parameters: CuPy passes a numpy array of size one by value (the driver copies
 the parameter's 128 bytes from the array's buffer), so a one-element numpy array of a 128-byte dtype is the map
 (fallback, if this CuPy refuses: cuLaunchKernel through ctypes with the CuPy function's handle).
@@ -36,7 +37,6 @@ import ctypes
 import datetime
 import json
 import os
-import struct
 import subprocess
 import sys
 import time
@@ -45,27 +45,11 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "src"))  # the cubins' geometry and the tensor maps: gpumm.run.hopper
+from gpumm.run import hopper  # noqa: E402
+
 CUBINS = HERE / "cubins"
 OUT = Path(os.environ.get("OUT", HERE / "out"))
-GEOM = [
-    "rung",
-    "BM",
-    "BN",
-    "BK",
-    "STAGES",
-    "THREADS",
-    "SMEM",
-    "CLUSTER",
-    "PERSISTENT",
-    "STORE",
-    "ABOX",
-    "BBOX",
-    "TMA",
-    "GM",
-    "CBOXC",
-    "CBOXR",
-    "WS",
-]
 SHAPES = [  # M, N, K, checks, who: "all" or "anyk" (only candidates that take any K)
     (4096, 4096, 4096, ("exact", "round"), "all"),
     (1023, 1025, 1024, ("exact", "round"), "all"),
@@ -96,28 +80,6 @@ def f32_from_bf16(h, xp=np):
 
 
 # ---------------------------------------------------------------------------------------------------- cubins
-def cubin_geom(path: Path) -> dict:
-    """The bf16_geom constant the kernel file embeds (read from the cubin's ELF symbol table: no driver call)."""
-    d = path.read_bytes()
-    shoff = struct.unpack_from("<Q", d, 0x28)[0]
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", d, 0x3A)
-    secs = [struct.unpack_from("<IIQQQQIIQQ", d, shoff + i * shentsize) for i in range(shnum)]
-
-    def cstr(off):
-        return d[off : d.index(b"\0", off)].decode()
-
-    for sec in secs:
-        if sec[1] != 2:  # SHT_SYMTAB
-            continue
-        strtab = secs[sec[6]][4]
-        for i in range(sec[5] // 24):
-            name, _info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", d, sec[4] + i * 24)
-            if cstr(strtab + name) == "bf16_geom":
-                vals = struct.unpack_from(f"<{size // 4}i", d, secs[shndx][4] + value)
-                return {"WS": 0, **dict(zip(GEOM, vals))}  # cubins from before the WS field: no workspace
-    raise RuntimeError(f"{path.name}: no bf16_geom symbol")
-
-
 def manifest() -> list[dict]:
     out = []
     for line in (CUBINS / "manifest.txt").read_text().splitlines():
@@ -144,28 +106,12 @@ class LaunchConfig(ctypes.Structure):
 
 
 _cuda = None
-MAP_DTYPE = np.dtype([("words", np.uint64, (16,))])  # a CUtensorMap: 128 opaque bytes
 
 
 def cuda():
     global _cuda
     if _cuda is None:
         _cuda = ctypes.CDLL("libcuda.so.1")
-        _cuda.cuTensorMapEncodeTiled.argtypes = [
-            ctypes.c_void_p,
-            ctypes.c_int,
-            ctypes.c_uint32,
-            ctypes.c_void_p,
-            ctypes.POINTER(ctypes.c_uint64),
-            ctypes.POINTER(ctypes.c_uint64),
-            ctypes.POINTER(ctypes.c_uint32),
-            ctypes.POINTER(ctypes.c_uint32),
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.c_int,
-            ctypes.c_int,
-        ]
-        _cuda.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
         _cuda.cuLaunchKernel.argtypes = (
             [ctypes.c_void_p]
             + [ctypes.c_uint] * 7
@@ -184,25 +130,6 @@ def check_cu(res: int, what: str) -> None:
         name = ctypes.c_char_p()
         cuda().cuGetErrorName(res, ctypes.byref(name))
         raise RuntimeError(f"{what} failed: {res} {name.value}")
-
-
-def tensor_map(ptr: int, dtype: int, elem: int, rows: int, cols: int, box_rows: int, box_cols: int) -> np.ndarray:
-    """A 2-D tiled tensor map over a row-major rows x cols array at device address ptr, 128-byte swizzle,
-    zero fill out of bounds; returned as a one-element numpy array (passed by value to the kernel)."""
-    raw = (ctypes.c_uint8 * 256)()
-    at = (ctypes.addressof(raw) + 127) & ~127  # the driver wants the map 64-byte aligned
-    dims = (ctypes.c_uint64 * 2)(cols, rows)
-    strides = (ctypes.c_uint64 * 1)(cols * elem)
-    box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
-    estr = (ctypes.c_uint32 * 2)(1, 1)
-    # interleave none (0), swizzle 128B (3), L2 promotion 256B (3), OOB fill zeros (0)
-    check_cu(
-        cuda().cuTensorMapEncodeTiled(at, dtype, 2, ptr, dims, strides, box, estr, 0, 3, 3, 0),
-        f"cuTensorMapEncodeTiled({rows}x{cols}, box {box_rows}x{box_cols})",
-    )
-    m = np.zeros(1, dtype=MAP_DTYPE)
-    ctypes.memmove(m.ctypes.data, at, 128)
-    return m
 
 
 LAUNCH = {"method": None}  # "cupy" (numpy one-element array by value) or "driver" (cuLaunchKernel via ctypes)
@@ -240,12 +167,11 @@ class Candidate:
             self.g = {"TMA": 0}
             return
         path = CUBINS / f"{name}.cubin"
-        self.g = cubin_geom(path)
+        self.g = hopper.geometry(path)
         self.module = cp.RawModule(path=str(path))
         self.fn = self.module.get_function("bf16_gemm")  # a RawKernel; its .kernel is the driver Function
         self.handle = getattr(self.fn, "kernel", self.fn).ptr  # the CUfunction
-        if self.g["SMEM"] > 0:
-            check_cu(cuda().cuFuncSetAttribute(self.handle, 8, self.g["SMEM"]), "cuFuncSetAttribute")
+        hopper.prepare(self.fn, self.g)
         self.sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         self.clusters = None
         if self.g["CLUSTER"] > 1:
@@ -287,12 +213,16 @@ class Candidate:
         if not g["TMA"]:
             args = (A, Bt, C, *ints)
         else:
-            ma = tensor_map(A.data.ptr, 9, 2, M, K, g["ABOX"], g["BK"])  # 9: BFLOAT16
-            mb = tensor_map(Bt.data.ptr, 9, 2, N, K, g["BBOX"], g["BK"])
+            ma = hopper.tensor_map(A.data.ptr, hopper.BFLOAT16, 2, M, K, g["ABOX"], g["BK"])
+            mb = hopper.tensor_map(Bt.data.ptr, hopper.BFLOAT16, 2, N, K, g["BBOX"], g["BK"])
             args = (ma, mb)
             if g["PERSISTENT"]:
                 c_tma = int(g["STORE"] == 1 and N % 4 == 0)
-                mc = tensor_map(C.data.ptr, 7, 4, M, N, g["CBOXR"], g["CBOXC"]) if c_tma else np.zeros(1, MAP_DTYPE)
+                mc = (
+                    hopper.tensor_map(C.data.ptr, hopper.FLOAT32, 4, M, N, g["CBOXR"], g["CBOXC"])
+                    if c_tma
+                    else np.zeros(1, hopper.MAP)
+                )
                 args = (ma, mb, mc, C, *ints, np.int32(c_tma))
                 if g["WS"]:  # a partial-sum slot of BM x BN fp32 per CTA and a flag per CTA (zero; the kernel
                     # leaves them zero again)
