@@ -11,8 +11,8 @@ import run
 n = 4096
 names = sys.argv[1:] or [m["name"] for m in run.manifest()]
 rng = np.random.default_rng(7)
-A = cp.asarray(run.bf16_from_f32(rng.uniform(-1, 1, (n, n)).astype(np.float32)))
-Bt = cp.asarray(run.bf16_from_f32(rng.uniform(-1, 1, (n, n)).astype(np.float32)))
+A = cp.asarray(run.bf16_words(rng.uniform(-1, 1, (n, n)).astype(np.float32)))
+Bt = cp.asarray(run.bf16_words(rng.uniform(-1, 1, (n, n)).astype(np.float32)))
 C = cp.empty((n, n), dtype=cp.float32)
 for name in names + ["cublas"]:
     c = run.Candidate(name)

@@ -45,8 +45,9 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "src"))  # the cubins' geometry and the tensor maps: gpumm.run.hopper
+sys.path.insert(0, str(HERE.parents[1] / "src"))  # the pipeline's cubin geometry, tensor maps and BF16 words
 from gpumm.run import hopper  # noqa: E402
+from gpumm.run.verify import bf16_values, bf16_words  # noqa: E402
 
 CUBINS = HERE / "cubins"
 OUT = Path(os.environ.get("OUT", HERE / "out"))
@@ -66,17 +67,6 @@ TIMING = {  # size: (rounds, launches per sample); the rounds can be raised from
     8192: (int(os.environ.get("ROUNDS_8192", "16")), 2),
 }
 HANG_S = float(os.environ.get("HANG_S", "10"))
-
-
-# ---------------------------------------------------------------------------------------------------- bf16 words
-def bf16_from_f32(x: np.ndarray) -> np.ndarray:
-    """float32 -> bf16 words (uint16), round to nearest even (no NaN in the inputs here)."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    return ((u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) >> np.uint32(16)).astype(np.uint16)
-
-
-def f32_from_bf16(h, xp=np):
-    return (h.astype(xp.uint32) << 16).view(xp.float32)
 
 
 # ---------------------------------------------------------------------------------------------------- cubins
@@ -333,7 +323,7 @@ def inputs(M, N, K, kind, seed):
     else:
         a = rng.uniform(-1, 1, (M, K)).astype(np.float32)
         b = rng.uniform(-1, 1, (N, K)).astype(np.float32)
-    return cp.asarray(bf16_from_f32(a)), cp.asarray(bf16_from_f32(b))
+    return cp.asarray(bf16_words(a)), cp.asarray(bf16_words(b))
 
 
 def wait_or_die(label: str, limit: float = HANG_S) -> None:
@@ -387,7 +377,7 @@ def verify(names: list[str]) -> None:
         for kind in kinds:
             seed += 1
             A, Bt = inputs(M, N, K, kind, seed)
-            A64, B64 = f32_from_bf16(A, cp).astype(cp.float64), f32_from_bf16(Bt, cp).astype(cp.float64)
+            A64, B64 = bf16_values(A, cp).astype(cp.float64), bf16_values(Bt, cp).astype(cp.float64)
             ref = A64 @ B64.T
             if kind == "exact":
                 ref32 = ref.astype(cp.float32)
@@ -512,8 +502,8 @@ def time_all(names: list[str], info: dict) -> tuple[list[dict], dict]:
         cands = {n: Candidate(n, info.get(n)) for n in names}
         rng = np.random.default_rng(3030)
         for n, (rounds, reps) in TIMING.items():
-            a = bf16_from_f32(rng.uniform(-1, 1, (n, n)).astype(np.float32))
-            b = bf16_from_f32(rng.uniform(-1, 1, (n, n)).astype(np.float32))
+            a = bf16_words(rng.uniform(-1, 1, (n, n)).astype(np.float32))
+            b = bf16_words(rng.uniform(-1, 1, (n, n)).astype(np.float32))
             A, Bt = cp.asarray(a), cp.asarray(b)
             C = cp.empty((n, n), dtype=cp.float32)
             run = {k: c.bind(A, Bt, C, n, n, n) for k, c in cands.items()}
