@@ -10,6 +10,8 @@ rm -f cubins/*.cubin cubins/manifest.txt cubins/ptxas.txt
 # call 11's staggered epilogues: rung 5 with stagger.patch applied (the patched file lands in cubins/, built with
 # the kernels' folder on the include path)
 patch -s -o cubins/stagger.cu ../../kernels/matmul_bf16/persistent.cu stagger.patch
+# call 12's epilogue switches (SKEW, WARPSTORE, NOSTORE): epilogue.patch on rung 5 likewise
+patch -s -o cubins/epilogue.cu ../../kernels/matmul_bf16/persistent.cu epilogue.patch
 NVCC=${NVCC:-nvcc}
 FLAGS="-gencode=arch=compute_90a,code=sm_90a -cubin -O3 -std=c++17"
 status=0
@@ -53,5 +55,11 @@ ppcl_128x128_s6_g8_tma   ../../kernels/matmul_bf16/pingpong.cu    -DBN=128 -DSTA
 stag_128x256_s4_g16_tma  cubins/stagger.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DSTAGGER=1
 stag_128x256_s4_g8_tma   cubins/stagger.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DSTAGGER=1
 stag_128x256_s4_g16      cubins/stagger.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=0 -DSTAGGER=1
+ep_skew2k_g16_tma        cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DSKEW=2048
+ep_skew4k_g16_tma        cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DSKEW=4096
+ep_skew8k_g16_tma        cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DSKEW=8192
+ep_warp_g16_tma          cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DWARPSTORE=1
+ep_warp_skew4k_g16_tma   cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DWARPSTORE=1 -DSKEW=4096
+diag_nostore_g16_tma     cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DNOSTORE=1
 LIST
 exit $status

@@ -38,9 +38,9 @@ if [ -n "$NCU" ]; then
   M=$M,lts__t_sectors_srcunit_tex_op_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
   M=$M,sm__cycles_active.max,sm__cycles_active.avg,lts__t_sectors.avg.pct_of_peak_sustained_elapsed
   # NCU_NAMES: the candidates to profile (default: every one in the manifest), cuBLAS always; only those that
-  # passed every check of this call's run.py are launched
+  # passed every check of this call's run.py are launched, and the diagnostics named in $DIAG (wrong by design)
   if [ -n "$NCU_NAMES" ] && [ -f $R/checks.csv ]; then
-    NCU_NAMES=$(python3 -c "import csv,sys; r=list(csv.DictReader(open('$R/checks.csv'))); print(' '.join(n for n in sys.argv[1:] if any(x['candidate']==n for x in r) and all(x['ok']=='True' for x in r if x['candidate']==n)))" $NCU_NAMES)
+    NCU_NAMES=$(python3 -c "import csv,sys; r=list(csv.DictReader(open('$R/checks.csv'))); print(' '.join(n for n in sys.argv[1:] if any(x['candidate']==n for x in r) and (n in '$DIAG'.split(',') or all(x['ok']=='True' for x in r if x['candidate']==n))))" $NCU_NAMES)
     NCU_NAMES=${NCU_NAMES:-pers_128x256_s4_g16_tma}; echo "ncu: $NCU_NAMES"
   fi
   timeout ${NCU_S:-120} ncu --clock-control none --csv --page raw --metrics $M python3 ncu_one.py $NCU_NAMES > $R/ncu.csv 2> $R/ncu.err
