@@ -61,5 +61,7 @@ ep_skew8k_g16_tma        cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS
 ep_warp_g16_tma          cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DWARPSTORE=1
 ep_warp_skew4k_g16_tma   cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DWARPSTORE=1 -DSKEW=4096
 diag_nostore_g16_tma     cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DNOSTORE=1
+diag_noload_g16_tma      cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DNOLOAD=1
+diag_mathonly_g16_tma    cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DNOLOAD=1 -DNOSTORE=1
 LIST
 exit $status
