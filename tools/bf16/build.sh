@@ -10,7 +10,7 @@ rm -f cubins/*.cubin cubins/manifest.txt cubins/ptxas.txt
 # call 11's staggered epilogues: rung 5 with stagger.patch applied (the patched file lands in cubins/, built with
 # the kernels' folder on the include path)
 patch -s -o cubins/stagger.cu ../../kernels/matmul_bf16/persistent.cu stagger.patch
-# call 12's epilogue switches (SKEW, WARPSTORE, NOSTORE): epilogue.patch on rung 5 likewise
+# calls 12-13 and 15: the epilogue switches and diagnostics (SKEW, WARPSTORE, NOSTORE, NOLOAD, LOADSAME): epilogue.patch on rung 5 likewise
 patch -s -o cubins/epilogue.cu ../../kernels/matmul_bf16/persistent.cu epilogue.patch
 # call 14's earlier stage release (RELEASE=0): release.patch on rung 5 likewise
 patch -s -o cubins/release.cu ../../kernels/matmul_bf16/persistent.cu release.patch
@@ -65,6 +65,8 @@ ep_warp_skew4k_g16_tma   cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS
 diag_nostore_g16_tma     cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DNOSTORE=1
 diag_noload_g16_tma      cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DNOLOAD=1
 diag_mathonly_g16_tma    cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DNOLOAD=1 -DNOSTORE=1
+diag_same_g16_tma        cubins/epilogue.cu  -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DLOADSAME=1
+diag_nostore_same_g16_tma cubins/epilogue.cu -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DLOADSAME=1 -DNOSTORE=1
 rel0_128x256_s4_g16_tma   cubins/release.cu   -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=16 -DSTORE=1 -DRELEASE=0
 rel0_128x256_s4_g8_tma    cubins/release.cu   -I../../kernels/matmul_bf16 -DNCONS=2 -DBN=256 -DSTAGES=4 -DGM=8 -DSTORE=1 -DRELEASE=0
 LIST
