@@ -120,3 +120,12 @@ def test_a_rung_without_a_profile_has_no_step_and_no_counters():
     lad = tensor.ladder(_summary({("bf16_wgmma", 8192): 630, ("bf16_persistent", 8192): 760}), FAMS)
     assert tensor.steps(lad, cnt).empty
     assert tensor.counters(prof.iloc[0:0], order).empty
+
+
+def test_the_counter_table_keeps_the_metrics_asked_for_in_the_ladders_order():
+    order = [f["family"] for f in FAMS]
+    prof = _profiles({"cublas_bf16": (94.7, 1.27e9, 73.7), "bf16_wgmma": (77.2, 3.68e9, 64.2)})
+    wide = tensor.counter_table(prof, order, [tensor.L2_HIT, "lts__t_bytes.sum", tensor.PIPE])
+    assert list(wide.columns) == ["variant", "M", tensor.L2_HIT, "lts__t_bytes.sum", tensor.PIPE]
+    assert list(wide.variant) == ["bf16_wgmma", "cublas_bf16"] and list(wide[tensor.PIPE]) == [77.2, 94.7]
+    assert wide["lts__t_bytes.sum"].isna().all()  # asked for, not collected

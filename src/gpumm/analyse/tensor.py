@@ -67,20 +67,28 @@ DRAM_READ = "dram__bytes_read.sum"
 L2_HIT = "lts__t_sector_hit_rate.pct"
 
 
-def counters(profiles: pd.DataFrame, order: list[str]) -> pd.DataFrame:
-    """The BF16 rungs' counters, one row per family (``order``: the ladder's, cuBLAS BF16 last) and profiled size
-    (M): tensor pipe busy (% of active cycles), DRAM bytes read and L2 hit rate (%), NaN where not collected."""
-    cols = ["family", "M", "tensor_pipe_pct", "dram_read_bytes", "l2_hit_pct"]
+def counter_table(profiles: pd.DataFrame, order: list[str], metrics: list[str]) -> pd.DataFrame:
+    """Nsight Compute's ``metrics`` (columns, in that order; NaN where not collected) of the variants in ``order`` (the
+    ladder's, cuBLAS BF16 last), one row per variant and profiled size (M), sizes ascending, rows in ladder order."""
+    cols = ["variant", "M", *metrics]
     if profiles.empty or not order:
         return pd.DataFrame(columns=cols)
     ok = profiles[(profiles.status == "ok") & profiles.variant.isin(order)]
     if ok.empty:
         return pd.DataFrame(columns=cols)
     wide = ok.pivot_table(index=["variant", "M"], columns="metric", values="value", aggfunc="first")
-    wide = wide.reindex(columns=[PIPE, DRAM_READ, L2_HIT]).reset_index()
-    wide.columns = cols
-    wide["rank"] = wide.family.map({f: i for i, f in enumerate(order)})
+    wide = wide.reindex(columns=metrics).reset_index()
+    wide.columns.name = None
+    wide["rank"] = wide.variant.map({f: i for i, f in enumerate(order)})
     return wide.sort_values(["M", "rank"]).drop(columns="rank").reset_index(drop=True)
+
+
+def counters(profiles: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    """The BF16 rungs' counters, one row per family (``order``: the ladder's, cuBLAS BF16 last) and profiled size
+    (M): tensor pipe busy (% of active cycles), DRAM bytes read and L2 hit rate (%), NaN where not collected."""
+    wide = counter_table(profiles, order, [PIPE, DRAM_READ, L2_HIT])
+    wide.columns = ["family", "M", "tensor_pipe_pct", "dram_read_bytes", "l2_hit_pct"]
+    return wide
 
 
 def steps(lad: pd.DataFrame, cnt: pd.DataFrame) -> pd.DataFrame:
