@@ -7,13 +7,12 @@ set -e
 cd "$(dirname "$0")"
 mkdir -p cubins
 rm -f cubins/*.cubin cubins/manifest.txt cubins/ptxas.txt
-# call 11's staggered epilogues: rung 5 with stagger.patch applied (the patched file lands in cubins/, built with
-# the kernels' folder on the include path)
-patch -s -o cubins/stagger.cu ../../kernels/matmul_bf16/persistent.cu stagger.patch
-# calls 12-13 and 15: the epilogue switches and diagnostics (SKEW, WARPSTORE, NOSTORE, NOLOAD, LOADSAME): epilogue.patch on rung 5 likewise
-patch -s -o cubins/epilogue.cu ../../kernels/matmul_bf16/persistent.cu epilogue.patch
-# call 14's earlier stage release (RELEASE=0): release.patch on rung 5 likewise
-patch -s -o cubins/release.cu ../../kernels/matmul_bf16/persistent.cu release.patch
+# Explorations kept as patches on rung 5, each applied into cubins/NAME.cu (built with the kernels' folder on the
+# include path): stagger (call 11: the consumers taking turns at the epilogue), epilogue (calls 12-13 and 15: SKEW,
+# WARPSTORE and the diagnostics NOSTORE, NOLOAD, LOADSAME), release (call 14: RELEASE=0, each stage freed once read)
+for p in stagger epilogue release; do
+  patch -s -o cubins/$p.cu ../../kernels/matmul_bf16/persistent.cu $p.patch
+done
 NVCC=${NVCC:-nvcc}
 FLAGS="-gencode=arch=compute_90a,code=sm_90a -cubin -O3 -std=c++17"
 status=0
