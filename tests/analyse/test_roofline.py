@@ -1,5 +1,6 @@
 """The roofline arithmetic, with values worked by hand."""
 
+import json
 import math
 
 import pandas as pd
@@ -207,9 +208,11 @@ def test_the_comparison_keeps_a_run_that_has_no_rates(tmp_path):
     t = compare.table({"this run": tmp_path / "none", "a": a})
     small = t[t.run == "a"].assign(run="this run", value=lambda d: d.value.where(d.unit != "GFLOP/s"))
     t = pd.concat([small, t], ignore_index=True)
-    rates = compare.wide(t, "GFLOP/s")
+    rates = compare.wide(t, "GFLOP/s", "fp32_tflops")
     assert list(rates.columns) == ["this run", "a"] and rates["this run"].isna().all()
     assert list(rates.index) == [f"{v.rstrip('*')} GFLOP/s at 4096³" for v in compare.RATE_VARIANTS]
+    bf16 = compare.wide(t, "GFLOP/s", "bf16_tflops")  # an archive without the BF16 race: its rows, empty
+    assert list(bf16.index) == [f"{v} GFLOP/s at 4096³" for v in compare.BF16_VARIANTS] and bf16.isna().all().all()
     assert rates.at["naive GFLOP/s at 4096³", "a"] == pytest.approx(5000.0, rel=1e-6)
     everything = compare.wide(t)
     assert list(everything.columns) == ["this run", "a"] and everything.index[0] == rates.index[0]
@@ -244,6 +247,47 @@ def test_shares_of_cublas_per_run():
     shares = compare.shares_of_cublas(pd.DataFrame(rows))
     assert list(shares.index) == ["naive", "double_buffer"] and list(shares.columns) == ["a", "b"]
     assert shares.at["double_buffer", "a"] == pytest.approx(0.8) and shares.at["naive", "b"] == pytest.approx(1 / 3)
+
+
+def test_the_bf16_rungs_are_shares_of_cublas_bf16_and_read_against_the_tensor_core_peak(tmp_path):
+    """The race on the tensor cores compares like the FP32 one, but against its own library and peak: a BF16
+    rung's share divides by cuBLAS BF16's rate, never by cuBLAS SGEMM's."""
+    from gpumm.analyse import compare
+
+    runs = {}
+    for name, ms_bf16 in (("a", 0.2), ("b", 0.19)):
+        run = _archive(tmp_path, name, f"GPU {name}", 2_500_000, [27.48779069], 3000.0)
+        for variant, ms in (("cublas", 2.5), ("bf16_persistent", ms_bf16), ("cublas_bf16", 0.18)):
+            (run / "raw" / variant).mkdir()
+            pd.DataFrame(
+                {
+                    "M": 4096,
+                    "N": 4096,
+                    "K": 4096,
+                    "timed": "kernel",
+                    "memory_mode": "device",
+                    "status": "ok",
+                    "ms": [ms],
+                }
+            ).to_csv(run / "raw" / variant / "samples.csv", index=False)
+        runs[name] = run
+    t = compare.table(runs)
+    v = t.set_index(["run", "what"])
+    assert v.at[("a", "bf16_persistent GFLOP/s at 4096³"), "hardware"] == "bf16_tflops"
+    assert v.at[("a", "BF16 tensor-core peak"), "value"] == pytest.approx(132 * 4096 * 1.98e9 / 1e12)
+    shares = compare.shares_of_cublas(t)
+    assert shares.at["bf16_persistent", "a"] == pytest.approx(0.18 / 0.2)  # of cuBLAS BF16, not of SGEMM (12.5x)
+    assert shares.at["naive", "a"] == pytest.approx(2.5 / 27.48779069)
+    assert "bf16_wmma" not in shares.index  # no run has it: no empty bar
+    said = next(s for s in compare.sentences(t, "a", "b") if s.startswith("bf16_persistent"))
+    assert "(×1.05)" in said and "BF16 tensor-core peak differs by ×1.00" in said
+
+    # a GPU whose tensor-core peak the hardware table does not know (here an sm_80): no ratio set beside it
+    prov = runs["b"] / "raw" / "provenance.json"
+    gpu = json.loads(prov.read_text())["gpu"] | {"compute_capability": "8.0"}
+    prov.write_text(json.dumps({"gpu": gpu}))
+    said = next(s for s in compare.sentences(compare.table(runs), "a", "b") if s.startswith("bf16_persistent"))
+    assert "not known here" in said and "×nan" not in said
 
 
 def test_a_tuned_family_compares_by_its_fastest_candidate(tmp_path):

@@ -18,15 +18,35 @@ from gpumm.analyse import rates
 SIZE = rates.LADDER_SIZE
 # the kernels compared; "family*": the fastest of a tuning search's candidates (family_key) in that run
 RATE_VARIANTS = ["naive", "unrolled", "double_buffer", "interior*", "streamk", "cublas"]
+# the race on the tensor cores (op matmul_bf16), every rung: an archive that predates it has empty cells
+BF16_VARIANTS = [
+    "bf16_wmma",
+    "bf16_mma",
+    "bf16_wgmma",
+    "bf16_warpspec",
+    "bf16_persistent",
+    "bf16_cluster",
+    "bf16_pingpong",
+    "cublas_bf16",
+]
+# each race's rates, by the hardware number they track, and the library each is a share of
+RACES = {"fp32_tflops": "cublas", "bf16_tflops": "cublas_bf16"}
 COLUMNS = ["run", "gpu", "what", "value", "unit", "hardware", "method"]
-TRACKS = {"dram_gbs": "specified DRAM bandwidth", "fp32_tflops": "FP32 peak", "l2_mib": "L2"}
+TRACKS = {
+    "dram_gbs": "specified DRAM bandwidth",
+    "fp32_tflops": "FP32 peak",
+    "bf16_tflops": "BF16 tensor-core peak",
+    "l2_mib": "L2",
+}
 
 
 def hardware(gpu: dict) -> dict:
-    """The numbers a difference is read against: DRAM bandwidth (2 x memory clock x bus), FP32 peak, L2, SMs."""
+    """The numbers a difference is read against: DRAM bandwidth (2 x memory clock x bus), FP32 and BF16
+    tensor-core peaks, L2, SMs."""
     return {
         "dram_gbs": peaks.dram_bandwidth(gpu) / 1e9,
         "fp32_tflops": peaks.fp32_peak(gpu) / 1e12,
+        "bf16_tflops": peaks.tensor_bf16_peak(gpu) / 1e12,
         "l2_mib": float(gpu.get("l2_bytes") or 0) / 2**20 or math.nan,
         "sms": float(gpu.get("sm_count") or 0) or math.nan,
     }
@@ -62,6 +82,7 @@ def headlines(run: Path, name: str) -> pd.DataFrame:
     gpu = json.loads((raw / "provenance.json").read_text()).get("gpu", {})
     hw = hardware(gpu)
     rows = [(f"{v.rstrip('*')} GFLOP/s at {SIZE}³", *_rate(raw, v), "GFLOP/s", "fp32_tflops") for v in RATE_VARIANTS]
+    rows += [(f"{v} GFLOP/s at {SIZE}³", *_rate(raw, v), "GFLOP/s", "bf16_tflops") for v in BF16_VARIANTS]
     rows = [(w, v, u, h, m) for w, v, m, u, h in rows]
     bw = raw / "bandwidth" / "samples.csv"
     if bw.is_file():
@@ -75,6 +96,7 @@ def headlines(run: Path, name: str) -> pd.DataFrame:
     rows += [
         ("specified DRAM bandwidth", hw["dram_gbs"], "GB/s", "dram_gbs", ""),
         ("FP32 peak", hw["fp32_tflops"], "TFLOP/s", "fp32_tflops", ""),
+        ("BF16 tensor-core peak", hw["bf16_tflops"], "TFLOP/s", "bf16_tflops", ""),
         ("L2", hw["l2_mib"], "MiB", "l2_mib", ""),
     ]
     return pd.DataFrame(
@@ -92,11 +114,13 @@ def table(runs: dict[str, Path]) -> pd.DataFrame:
     return pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=COLUMNS)
 
 
-def wide(t: pd.DataFrame, unit: str | None = None) -> pd.DataFrame:
-    """One row per number (only those in ``unit`` when given), one column per run in the order the runs come;
-    a run without such numbers (a subset, sizes below 4096) keeps its column, empty."""
+def wide(t: pd.DataFrame, unit: str | None = None, tracks: str | None = None) -> pd.DataFrame:
+    """One row per number (only those in ``unit``, and tracking the hardware number ``tracks``, when given), one
+    column per run in the order the runs come; a run without such numbers (a subset, sizes below 4096, an archive
+    that predates the race on the tensor cores) keeps its column, empty."""
     runs = list(dict.fromkeys(t.run))
     rows = t if unit is None else t[t.unit == unit]
+    rows = rows if tracks is None else rows[rows.hardware == tracks]
     return rows.pivot_table(index="what", columns="run", values="value").reindex(
         index=list(dict.fromkeys(rows.what)), columns=runs
     )
@@ -120,6 +144,9 @@ def sentences(t: pd.DataFrame, base: str, other: str) -> list[str]:
             continue
         ref = TRACKS[hw]
         hx, hy = a.at[ref, "value"], b.at[ref, "value"]
+        if not (hx > 0 and hy > 0):  # a tensor-core peak of a GPU the hardware table does not know
+            out.append(f"{said}; the {ref} of one of the GPUs is not known here, so nothing is set beside it.")
+            continue
         ratio, hratio = y / x, hy / hx
         close = abs(math.log(ratio / hratio)) < math.log(1.1)
         out.append(
@@ -147,12 +174,17 @@ def methods(t: pd.DataFrame) -> dict[str, str]:
 
 
 def shares_of_cublas(t: pd.DataFrame) -> pd.DataFrame:
-    """Each kernel's share of cuBLAS per run at the comparison's size (the rates' table divided by cuBLAS's row);
-    rows: the hand-written kernels, without 'GFLOP/s at n³' in their names."""
-    rates = wide(t, "GFLOP/s")
-    key = f"cublas GFLOP/s at {SIZE}³"
-    if key not in rates.index:
+    """Each kernel's share of its race's cuBLAS per run at the comparison's size (each race's rates divided by
+    its library's row: the FP32 kernels by cuBLAS SGEMM's, the BF16 rungs by cuBLAS BF16's); rows: the
+    hand-written kernels, FP32 first, without 'GFLOP/s at n³' in their names."""
+    found = []
+    for tracks, library in RACES.items():
+        rates = wide(t, "GFLOP/s", tracks)
+        key = f"{library} GFLOP/s at {SIZE}³"
+        if key in rates.index:
+            found.append(rates.drop(index=key) / rates.loc[key])
+    if not found:
         return pd.DataFrame()
-    shares = rates.drop(index=key) / rates.loc[key]
+    shares = pd.concat(found).dropna(how="all")  # a kernel no run has (a race no run measured) is no share
     shares.index = [w.replace(f" GFLOP/s at {SIZE}³", "") for w in shares.index]
     return shares
