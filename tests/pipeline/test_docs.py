@@ -1,6 +1,7 @@
 """The README and the manual (issue 27): a short README, links that resolve, generated parts that equal what the
 archives, the schema and the catalog give now, and the facts the manual states kept true."""
 
+import json
 import re
 import shutil
 import subprocess
@@ -273,6 +274,28 @@ def test_the_parallel_check_figures_are_those_of_the_kept_runs():
     assert f"within 2% of the `--cores 1` run's {span(one, eight, 'kernel', 3)}" in text
     assert f"to each other {span(one, again, 'kernel', 3)}" in text
     assert f"two `--cores 1` runs included {span(one, again, 'end_to_end', 2)}" in text
+
+
+def test_the_two_gpu_check_figures_are_those_of_the_kept_run():
+    """docs/running.md's and the check's figures for the study on two H200s, recomputed from data/checks/gpus-h200x2."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from compare_runs import compare
+
+    d = ROOT / "data" / "checks" / "gpus-h200x2"
+    run = json.loads((d / "run-2gpus.json").read_text())
+    per_gpu = pd.read_csv(d / "devices.csv").gpu.value_counts()
+    r = compare(pd.read_csv(d / "summary-1gpu.csv"), pd.read_csv(d / "summary-2gpus.csv"))
+    big = r[(r.memory_mode == "device") & (r.timed == "kernel") & (r.M >= 1024) & (r.N >= 1024) & (r.K >= 1024)].ratio
+    readme = " ".join(_text(d / "README.md").split())
+    for text in (" ".join(RUNNING.split()), readme):
+        assert f"took {run['wall_s']:.1f} s" in text
+        assert f"{per_gpu.max()} and {per_gpu.min()} variants" in text or f"{per_gpu.max()} / {per_gpu.min()}" in text
+    assert f"(median ratio {big.median():.3f}, all {len(big)} within {big.min():.3f}–{big.max():.3f})" in " ".join(
+        RUNNING.split()
+    )
+    q = big.quantile([0.05, 0.95])
+    assert f"the median ratio {big.median():.3f}, 90% of the pairs within {q.iloc[0]:.3f}-{q.iloc[1]:.3f}" in readme
+    assert f"GPU busy {run['gpu_busy_s']:.1f} s" in readme and run["failed_steps"] == 0
 
 
 def test_the_sampling_check_figures_are_those_of_the_kept_run():
