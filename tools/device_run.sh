@@ -28,6 +28,10 @@
 #                                            (config gpus: auto), timed, each job's device from the worker
 #                                            logs, then every kernel median against the one-GPU archive
 #                                            ARCHIVE (default h200) with tools/compare_runs.py
+#   tools/device_run.sh gpus-same [BUDGET_S]  the same on one machine: the default study with one GPU
+#                                            (--config gpus=1), then with every GPU, each from nothing and
+#                                            within BUDGET_S; both summaries, run records and the device of each
+#                                            variant into $OUT/gpus-same.tgz, then compare_runs.py of the two
 #   tools/device_run.sh transposes           the transpose exploration (tools/transpose: build.sh, run.py):
 #                                            candidates verified bit for bit, then timed at 8192 and 16384
 #                                            against cudaMemcpy device to device; results in $OUT/transpose
@@ -91,7 +95,8 @@ whole_study() {
   export CUPY_CACHE_DIR
   local t0 t1
   t0=$(date +%s.%N)
-  timeout "$budget" python3 -m snakemake --cores all 2>&1 | tee "$LOG/$1.txt" \
+  # shellcheck disable=SC2086  # STUDY_ARGS: more words for snakemake (gpus-same: --config gpus=1)
+  timeout "$budget" python3 -m snakemake --cores all ${STUDY_ARGS:-} 2>&1 | tee "$LOG/$1.txt" \
     | grep -E "gpumm:|of .* steps|rror|FAILED" | tail -25
   rc=${PIPESTATUS[0]}
   t1=$(date +%s.%N)
@@ -215,6 +220,28 @@ out = subprocess.run([sys.executable, "tools/compare_runs.py", "/tmp/one-gpu-sum
 print(out.stdout[-3000:])
 PY
   tar czf "$OUT/gpus.tgz" results/tables results/run.json results/raw/*/meta.json results/logs 2>/dev/null
+  ;;
+gpus-same)
+  nvidia-smi -L | tee -a "$LOG/env.txt"
+  keep=/tmp/gpus-same
+  mkdir -p "$keep"
+  for run in 1gpu 2gpus; do
+    if [ "$run" = 1gpu ]; then STUDY_ARGS="--config gpus=1" whole_study "study-$run"; else whole_study "study-$run"; fi
+    cp results/tables/summary.csv "$keep/summary-$run.csv"
+    cp results/run.json "$keep/run-$run.json"
+    python3 - "$keep/devices-$run.csv" <<'PY'
+import csv, json, sys
+from pathlib import Path
+rows = [(m.parent.name, (json.loads(m.read_text()).get("device") or {}).get("uuid", ""))
+        for m in sorted(Path("results/raw").glob("*/meta.json"))]
+with open(sys.argv[1], "w", newline="") as f:
+    csv.writer(f).writerows([("variant", "device_uuid"), *rows])
+PY
+  done
+  python3 tools/compare_runs.py "$keep/summary-1gpu.csv" "$keep/summary-2gpus.csv" > "$keep/compare-1gpu-vs-2gpus.txt"
+  tail -1 "$keep/compare-1gpu-vs-2gpus.txt"
+  cp "$LOG/env.txt" "$keep/"
+  tar czf "$OUT/gpus-same.tgz" -C /tmp gpus-same
   ;;
 transposes)
   mkdir -p "$OUT/transpose"
