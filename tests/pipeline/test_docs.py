@@ -298,6 +298,37 @@ def test_the_two_gpu_check_figures_are_those_of_the_kept_run():
     assert f"GPU busy {run['gpu_busy_s']:.1f} s" in readme and run["failed_steps"] == 0
 
 
+def test_the_same_machine_two_gpu_figures_are_those_of_the_kept_runs():
+    """docs/running.md's and the check's figures for one GPU against two on one machine, recomputed from
+    data/checks/gpus-h200x2/same-machine: wall times, the split of variants, and the ratios per card."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from compare_runs import compare
+
+    d = ROOT / "data" / "checks" / "gpus-h200x2" / "same-machine"
+    one, two = (json.loads((d / f"run-{r}.json").read_text()) for r in ("1gpu", "2gpus"))
+    dev1, dev2 = (pd.read_csv(d / f"devices-{r}.csv").set_index("variant").device_uuid for r in ("1gpu", "2gpus"))
+    r = compare(pd.read_csv(d / "summary-1gpu.csv"), pd.read_csv(d / "summary-2gpus.csv"))
+    big = r[(r.memory_mode == "device") & (r.timed == "kernel") & (r.M >= 1024) & (r.N >= 1024) & (r.K >= 1024)]
+    same = big.variant.map(lambda v: dev1.get(v) == dev2.get(v))
+    running = " ".join(RUNNING.split())
+    readme = " ".join(_text(d.parent / "README.md").split())
+    speedup = f"{one['wall_s']:.1f} s and the two-GPU run {two['wall_s']:.1f} s ({one['wall_s'] / two['wall_s']:.2f}×"
+    assert speedup in running and one["failed_steps"] == two["failed_steps"] == 0
+    assert f"One GPU: {one['wall_s']:.1f} s of wall time (GPU busy {one['gpu_busy_s']:.1f} s)" in readme
+    split = dev2.dropna().value_counts()
+    assert f"{split.iloc[0]} / {split.iloc[1]} variants ran on GPU 0 / GPU 1" in readme
+    assert dev1.dropna().nunique() == 1 and dev2.dropna().nunique() == 2
+    for card, count in ((same, "97"), (~same, "83")):
+        x = big[card].ratio
+        assert len(x) == int(count)
+        q = x.quantile([0.05, 0.95])
+        assert f"90% of the pairs within {q.iloc[0]:.3f}-{q.iloc[1]:.3f}, all within" in readme or (
+            f"90% within {q.iloc[0]:.3f}-{q.iloc[1]:.3f}, all within" in readme
+        )
+        assert f"all {len(x)} within {x.min():.3f}–{x.max():.3f}" in running
+        assert f"{int(big[card].within_spread.sum())} of the {len(x)}" in readme
+
+
 def test_the_sampling_check_figures_are_those_of_the_kept_run():
     """docs/method.md's agreement of the stopping rule with the fixed count, from data/checks/sampling-h200."""
     d = pd.read_csv(ROOT / "data" / "checks" / "sampling-h200" / "sampling-check.csv")
