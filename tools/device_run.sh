@@ -28,10 +28,12 @@
 #                                            (config gpus: auto), timed, each job's device from the worker
 #                                            logs, then every kernel median against the one-GPU archive
 #                                            ARCHIVE (default h200) with tools/compare_runs.py
-#   tools/device_run.sh gpus-same [BUDGET_S]  the same on one machine: the default study with one GPU
+#   tools/device_run.sh gpus-same BUDGET_S    the same on one machine: the default study with one GPU
 #                                            (--config gpus=1), then with every GPU, each from nothing and
-#                                            within BUDGET_S; both summaries, run records and the device of each
-#                                            variant into $OUT/gpus-same.tgz, then compare_runs.py of the two
+#                                            within BUDGET_S (so the call needs twice that and the set-up: 275
+#                                            fitted two H200s, whose one-GPU study took 274.3 s); both summaries,
+#                                            run records and the device of each variant into $OUT/gpus-same.tgz,
+#                                            then compare_runs.py of the two; stops after a study that fails
 #   tools/device_run.sh transposes           the transpose exploration (tools/transpose: build.sh, run.py):
 #                                            candidates verified bit for bit, then timed at 8192 and 16384
 #                                            against cudaMemcpy device to device; results in $OUT/transpose
@@ -227,6 +229,7 @@ gpus-same)
   mkdir -p "$keep"
   for run in 1gpu 2gpus; do
     if [ "$run" = 1gpu ]; then STUDY_ARGS="--config gpus=1" whole_study "study-$run"; else whole_study "study-$run"; fi
+    if [ "$rc" != 0 ]; then echo "gpus-same: the $run study did not finish (exit $rc): nothing compared"; break; fi
     cp results/tables/summary.csv "$keep/summary-$run.csv"
     cp results/run.json "$keep/run-$run.json"
     python3 - "$keep/devices-$run.csv" <<'PY'
@@ -238,8 +241,8 @@ with open(sys.argv[1], "w", newline="") as f:
     csv.writer(f).writerows([("variant", "device_uuid"), *rows])
 PY
   done
-  python3 tools/compare_runs.py "$keep/summary-1gpu.csv" "$keep/summary-2gpus.csv" > "$keep/compare-1gpu-vs-2gpus.txt"
-  tail -1 "$keep/compare-1gpu-vs-2gpus.txt"
+  [ -f "$keep/summary-2gpus.csv" ] && python3 tools/compare_runs.py "$keep/summary-1gpu.csv" "$keep/summary-2gpus.csv" > "$keep/compare-1gpu-vs-2gpus.txt"
+  tail -1 "$keep/compare-1gpu-vs-2gpus.txt" 2>/dev/null
   cp "$LOG/env.txt" "$keep/"
   tar czf "$OUT/gpus-same.tgz" -C /tmp gpus-same
   ;;

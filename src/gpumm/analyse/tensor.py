@@ -114,8 +114,9 @@ def steps(lad: pd.DataFrame, cnt: pd.DataFrame) -> pd.DataFrame:
 def reading(lad: pd.DataFrame, cnt: pd.DataFrame, n: int) -> dict | None:
     """The rungs the page's sentence on the counters at n³ names, and their numbers (None without a hand-written
     rung whose tensor pipe was counted): the first rung and the busiest (tensor pipe % of active cycles), cuBLAS
-    BF16's share (NaN where not counted), the rungs that read the least and the most from DRAM, and ``ahead``: the
-    fastest timed rung faster than the busiest (None if none is). The counters count cycles and the timing counts
+    BF16's share (NaN where not counted), the rungs that read the least and the most from DRAM (None, their bytes
+    NaN, where no DRAM bytes were counted), and ``ahead``: the fastest timed rung faster than the busiest (None if
+    none is). The counters count cycles and the timing counts
     seconds, at clocks that differ: the busiest rung need not be the fastest."""
     c = cnt[cnt.M == n].set_index("family")
     rate = lad[lad.M == n].set_index("family").gflops
@@ -125,16 +126,17 @@ def reading(lad: pd.DataFrame, cnt: pd.DataFrame, n: int) -> dict | None:
     busiest = hand.tensor_pipe_pct.idxmax()
     faster = [f for f in hand.index if f != busiest and rate.get(f, math.nan) > rate.get(busiest, math.nan)]
     ahead = max(faster, key=lambda f: rate[f]) if faster else None
+    dram = hand.dram_read_bytes.dropna()
     return {
         "first": hand.index[0],
         "first_pct": float(hand.tensor_pipe_pct.iloc[0]),
         "busiest": busiest,
         "busiest_pct": float(hand.at[busiest, "tensor_pipe_pct"]),
         "reference_pct": float(c.at[REFERENCE, "tensor_pipe_pct"]) if REFERENCE in c.index else math.nan,
-        "least_dram": hand.dram_read_bytes.idxmin(),
-        "least_dram_bytes": float(hand.dram_read_bytes.min()),
-        "most_dram": hand.dram_read_bytes.idxmax(),
-        "most_dram_bytes": float(hand.dram_read_bytes.max()),
+        "least_dram": dram.idxmin() if len(dram) else None,
+        "least_dram_bytes": float(dram.min()) if len(dram) else math.nan,
+        "most_dram": dram.idxmax() if len(dram) else None,
+        "most_dram_bytes": float(dram.max()) if len(dram) else math.nan,
         "ahead": ahead,
         "ahead_pct": float(hand.at[ahead, "tensor_pipe_pct"]) if ahead else math.nan,
         "busiest_gflops": float(rate.get(busiest, math.nan)),
