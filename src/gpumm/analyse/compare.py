@@ -13,22 +13,12 @@ from pathlib import Path
 import pandas as pd
 
 from gpumm.analyse import hardware as peaks
-from gpumm.analyse import rates
+from gpumm.analyse import rates, tensor
+from gpumm.setup import catalog
 
 SIZE = rates.LADDER_SIZE
 # the kernels compared; "family*": the fastest of a tuning search's candidates (family_key) in that run
 RATE_VARIANTS = ["naive", "unrolled", "double_buffer", "interior*", "streamk", "cublas"]
-# the race on the tensor cores (op matmul_bf16), every rung: an archive that predates it has empty cells
-BF16_VARIANTS = [
-    "bf16_wmma",
-    "bf16_mma",
-    "bf16_wgmma",
-    "bf16_warpspec",
-    "bf16_persistent",
-    "bf16_cluster",
-    "bf16_pingpong",
-    "cublas_bf16",
-]
 # each race's rates, by the hardware number they track, and the library each is a share of
 RACES = {"fp32_tflops": "cublas", "bf16_tflops": "cublas_bf16"}
 COLUMNS = ["run", "gpu", "what", "value", "unit", "hardware", "method"]
@@ -38,6 +28,12 @@ TRACKS = {
     "bf16_tflops": "BF16 tensor-core peak",
     "l2_mib": "L2",
 }
+
+
+def bf16_variants() -> list[str]:
+    """The race on the tensor cores, every rung and cuBLAS BF16: the catalog's families of op matmul_bf16, in its
+    order (an archive that predates one has empty cells)."""
+    return [name for name, fam in catalog.load().items() if fam.get("op") == tensor.OP]
 
 
 def hardware(gpu: dict) -> dict:
@@ -82,7 +78,7 @@ def headlines(run: Path, name: str) -> pd.DataFrame:
     gpu = json.loads((raw / "provenance.json").read_text()).get("gpu", {})
     hw = hardware(gpu)
     rows = [(f"{v.rstrip('*')} GFLOP/s at {SIZE}³", *_rate(raw, v), "GFLOP/s", "fp32_tflops") for v in RATE_VARIANTS]
-    rows += [(f"{v} GFLOP/s at {SIZE}³", *_rate(raw, v), "GFLOP/s", "bf16_tflops") for v in BF16_VARIANTS]
+    rows += [(f"{v} GFLOP/s at {SIZE}³", *_rate(raw, v), "GFLOP/s", "bf16_tflops") for v in bf16_variants()]
     rows = [(w, v, u, h, m) for w, v, m, u, h in rows]
     bw = raw / "bandwidth" / "samples.csv"
     if bw.is_file():
