@@ -1,14 +1,30 @@
-"""The GPU's clocks and temperature while a measurement runs (NVML), and whether it throttled.
+"""The GPU's clocks, power and energy while a measurement runs (NVML), and whether it was throttled.
 
 A background thread reads the SM clock, the memory clock, the temperature and
 NVML's clock-event reasons every few milliseconds while the timed launches of
-one measurement run. Each measurement then carries the median and minimum SM
-clock it saw, and is marked *throttled* when the SM clock fell below the
-device's maximum (as nvbench does: a number taken at a lower clock is not the
-card's number). Where NVML is missing (no driver library, or the CPU
-variants), every field is empty, never guessed.
+one set run. Around the set, NVML's counters are read once before and once
+after: the energy counter (millijoules since the driver loaded), and the two
+violation counters, the nanoseconds during which the power policy and the
+thermal policy held the clock down. The board's power comes from NVML's own
+buffer of power samples (one about every 20 ms on an H100) over the set.
+
+What each field is worth, as seen on an H100 (tools/power/probe.py, 2026-11-27):
+the energy counter and the instantaneous power move only every 100 ms, and so
+does the SM clock NVML reports, while a BF16 product at 8192³ runs at the 700 W
+cap within 50 ms and the power controller then swings the clock between about
+1200 and 1600 MHz several times a second. A clock polled every few ms misses
+most of that; the violation counter does not: it counts the capped time to the
+nanosecond. So a set is *throttled* when any slowdown reason was seen (power
+cap, hardware slowdown, thermal, power brake), when either violation counter
+moved during the set, or when the polled SM clock fell below 98% of the
+maximum (as nvbench does: a number taken at a lower clock is not the card's
+number at its clock). Energy over a set shorter than a few counter updates
+says little; the paired step (:mod:`gpumm.run.paired`) measures each kernel's
+energy over whole updates. Where NVML is missing (no driver library, or the
+CPU variants), every field is empty, never guessed.
 """
 
+import math
 import statistics
 import threading
 import time
@@ -23,29 +39,88 @@ THROTTLE_SHARE = 0.98
 # its clocks: neither is a slowdown of a running measurement.
 _IDLE = 0x1  # GpuIdle
 _BENIGN_REASONS = _IDLE | 0x2  # and ApplicationsClocksSetting
+# the reasons that slow a running kernel down: any one of them makes a set throttled
+REASONS = {
+    0x4: "power cap",
+    0x8: "hardware slowdown",
+    0x10: "sync boost",
+    0x20: "thermal (software)",
+    0x40: "thermal (hardware)",
+    0x80: "power brake",
+}
+SLOWDOWN = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+POWER_MIN_S = 0.1  # a set shorter than this (five of NVML's power samples) reads no power samples
 
 FIELDS = CLOCK_FIELDS
 
 
-def summarise(samples: list[tuple[int, int, int, int]], max_sm_mhz: int | None) -> dict:
-    """Clock fields of one measurement from (sm MHz, mem MHz, °C, reasons) readings."""
+def reason_words(reasons) -> str:
+    """NVML's clock-event reasons (an int or a hex string) in words: 'power cap, thermal (software)'; '' for none."""
+    if reasons is None or (isinstance(reasons, float) and math.isnan(reasons)) or reasons == "":
+        return ""
+    bits = int(reasons, 16) if isinstance(reasons, str) else int(reasons)
+    return ", ".join(words for bit, words in REASONS.items() if bits & bit)
+
+
+@dataclass(frozen=True)
+class Counters:
+    """NVML's counters at one moment: the host's clock (s), the wall clock (µs, the time base of NVML's sample
+    buffers), the energy counter (mJ) and the violation counters of the power and thermal policies (ns); None
+    where NVML does not keep one."""
+
+    t: float
+    stamp_us: int
+    energy_mj: int | None = None
+    power_violation_ns: int | None = None
+    thermal_violation_ns: int | None = None
+
+
+def _delta(a, b):
+    return None if a is None or b is None else b - a
+
+
+def summarise(
+    samples: list[tuple[int, int, int, int]],
+    max_sm_mhz: int | None,
+    before: Counters | None = None,
+    after: Counters | None = None,
+    power_mw: list[float] = (),
+) -> dict:
+    """The fields of one set from the polled (sm MHz, mem MHz, °C, reasons) readings, NVML's counters before and
+    after the set, and the board power samples (mW) of NVML's buffer during it."""
+    out = dict.fromkeys(FIELDS)
+    window = after.t - before.t if before is not None and after is not None else None
+    if window is not None and window > 0:
+        out["window_s"] = round(window, 6)
+        energy = _delta(before.energy_mj, after.energy_mj)
+        out["energy_j"] = energy / 1e3 if energy is not None else None
+        for key, field in (("power_capped_pct", "power_violation_ns"), ("thermal_capped_pct", "thermal_violation_ns")):
+            d = _delta(getattr(before, field), getattr(after, field))
+            out[key] = min(100.0, max(0.0, 100 * d / 1e9 / window)) if d is not None else None
+    power = [p / 1e3 for p in power_mw if p == p]
+    if power:
+        out["power_mean_w"] = statistics.fmean(power)
+        out["power_peak_w"] = max(power)
     if not samples:
-        return dict.fromkeys(FIELDS)
+        return out
     # readings taken while the GPU was idle (between the host's steps) say nothing about a running kernel
     busy = [s for s in samples if not s[3] & _IDLE] or samples
     sm = [s[0] for s in busy]
     reasons = 0
     for s in busy:
         reasons |= s[3]
+    reasons &= ~_BENIGN_REASONS
     low = min(sm)
-    return {
-        "sm_clock_mhz": statistics.median(sm),
-        "sm_clock_min_mhz": low,
-        "mem_clock_mhz": statistics.median(s[1] for s in busy),
-        "temperature_c": max(s[2] for s in samples),
-        "clock_reasons": hex(reasons & ~_BENIGN_REASONS),
-        "throttled": bool(max_sm_mhz) and low < THROTTLE_SHARE * max_sm_mhz,
-    }
+    capped = any((out.get(k) or 0) > 0 for k in ("power_capped_pct", "thermal_capped_pct"))
+    out.update(
+        sm_clock_mhz=statistics.median(sm),
+        sm_clock_min_mhz=low,
+        mem_clock_mhz=statistics.median(s[1] for s in busy),
+        temperature_c=max(s[2] for s in samples),
+        clock_reasons=hex(reasons),
+        throttled=bool(reasons & SLOWDOWN) or capped or (bool(max_sm_mhz) and low < THROTTLE_SHARE * max_sm_mhz),
+    )
+    return out
 
 
 class _Nvml:
@@ -73,8 +148,52 @@ class _Nvml:
             int(self._reasons(h)),
         )
 
+    def _try(self, fn, *args):
+        try:
+            return fn(*args)
+        except Exception:  # a counter this GPU or driver does not keep: the field stays empty
+            return None
+
+    def energy_mj(self) -> int | None:
+        v = self._try(self.nv.nvmlDeviceGetTotalEnergyConsumption, self.handle)
+        return int(v) if v is not None else None
+
+    def _violation_ns(self, policy) -> int | None:
+        v = self._try(self.nv.nvmlDeviceGetViolationStatus, self.handle, policy)
+        return int(v.violationTime) if v is not None else None
+
+    def counters(self, energy: bool = True) -> Counters:
+        """The counters now; the energy counter only where ``energy`` (one read costs about 4 ms on an H100)."""
+        nv = self.nv
+        return Counters(
+            t=time.monotonic(),
+            stamp_us=int(time.time() * 1e6),
+            energy_mj=self.energy_mj() if energy else None,
+            power_violation_ns=self._violation_ns(nv.NVML_PERF_POLICY_POWER),
+            thermal_violation_ns=self._violation_ns(nv.NVML_PERF_POLICY_THERMAL),
+        )
+
+    def power_samples_mw_stamped(self, since_us: int) -> list[tuple[int, float]]:
+        """Board power from NVML's sample buffer: (stamp, wall clock µs; mW) of the samples stamped after
+        ``since_us``."""
+        nv = self.nv
+        got = self._try(nv.nvmlDeviceGetSamples, self.handle, nv.NVML_TOTAL_POWER_SAMPLES, since_us)
+        if not got:
+            return []
+        kind, samples = got
+        field = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal"}.get(int(kind), "uiVal")
+        return [(int(s.timeStamp), float(getattr(s.sampleValue, field))) for s in samples]
+
+    def power_samples_mw(self, since_us: int, until_us: int) -> list[float]:
+        """Board power (mW) from NVML's sample buffer, for the samples stamped within (since_us, until_us]."""
+        return [mw for t, mw in self.power_samples_mw_stamped(since_us) if since_us < t <= until_us]
+
     def max_sm(self) -> int:
         return self.nv.nvmlDeviceGetMaxClockInfo(self.handle, self.nv.NVML_CLOCK_SM)
+
+    def power_limit_w(self) -> float | None:
+        v = self._try(self.nv.nvmlDeviceGetEnforcedPowerLimit, self.handle)
+        return v / 1e3 if v is not None else None
 
     def identity(self) -> dict:
         nv, h = self.nv, self.handle
@@ -88,7 +207,7 @@ class _Nvml:
 
 @dataclass
 class Watch:
-    """Samples NVML in a thread between start() and stop(); stop() returns the clock fields."""
+    """Samples NVML in a thread between start() and stop(); stop() returns the set's fields."""
 
     interval_s: float = 0.002
     device_index: int = 0
@@ -98,6 +217,7 @@ class Watch:
         self._samples: list = []
         self._stop = threading.Event()
         self._thread = None
+        self._before = None
         try:
             self._nvml = _Nvml(self.device_index, self.pci_bus_id)
             self.max_sm_mhz = self._nvml.max_sm()
@@ -111,7 +231,23 @@ class Watch:
     def identity(self) -> dict:
         return self._nvml.identity() if self._nvml else {}
 
+    def power_limit_w(self) -> float | None:
+        return self._nvml.power_limit_w() if self._nvml else None
+
+    def counters(self) -> Counters | None:
+        """NVML's counters now (None without NVML)."""
+        return self._nvml.counters() if self._nvml else None
+
+    def energy_mj(self) -> int | None:
+        return self._nvml.energy_mj() if self._nvml else None
+
     def _loop(self):
+        # the counters before the set, read here so that the set does not wait for them (the energy counter alone
+        # takes about 4 ms to read)
+        try:
+            self._before = self._nvml.counters()
+        except Exception:
+            self._before = None
         while not self._stop.is_set():
             try:
                 self._samples.append(self._nvml.read())
@@ -122,7 +258,7 @@ class Watch:
     def start(self) -> None:
         if not self._nvml:
             return
-        self._samples, self._stop = [], threading.Event()
+        self._samples, self._stop, self._before = [], threading.Event(), None
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
@@ -132,8 +268,14 @@ class Watch:
         self._stop.set()
         self._thread.join()
         self._thread = None
+        before = self._before
+        # the energy counter and NVML's power buffer only for a set long enough to hold some of their updates (the
+        # counter moves every 100 ms, a power sample comes every 20 ms): each read costs milliseconds
+        long = before is not None and time.monotonic() - before.t >= POWER_MIN_S
+        after = self._nvml.counters(energy=long)
         try:  # one reading at the very end, so that even a short measurement has one
             self._samples.append(self._nvml.read())
         except Exception:
             pass
-        return summarise(self._samples, self.max_sm_mhz)
+        power = self._nvml.power_samples_mw(before.stamp_us, after.stamp_us) if long else []
+        return summarise(self._samples, self.max_sm_mhz, before, after, power)

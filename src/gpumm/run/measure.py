@@ -16,9 +16,10 @@ its preparation step, which is also timed on its own.
 GPU kernel times are batched (:mod:`gpumm.run.timing`): each sample is the
 per-launch time of a CUDA graph of back-to-back launches lasting at least
 2 ms, so short kernels are not timed at the host's launch rate. The GPU's
-clocks and temperature during each timed set are recorded (NVML,
-:mod:`gpumm.run.clocks`), and a set whose SM clock fell below the maximum is
-marked throttled.
+clocks, temperature, power, energy and clock-event reasons during each timed
+set are recorded (NVML, :mod:`gpumm.run.clocks`), and a set that any slowdown
+reason touched (the power cap included, at full clock) or whose SM clock fell
+below the maximum is marked throttled.
 
 How many samples each set takes is :mod:`gpumm.run.sampling`'s rule: at least
 a minimum, then until the set is quiet (its interquartile range a small share
@@ -274,19 +275,17 @@ def _one_shape(launcher, op, mode, plan, base, watch):
             mode.before_run(inputs)
             product()
 
-        seen = []
-
         def take(k):
             got = []
             for _ in range(k):
                 mode.make_cold(inputs, hosts)
-                t, c = _timed_set(watch, timing.time_single, cold_run, 0, 1)
-                got += t.samples
-                seen.append(c)
+                got += timing.time_single(cold_run, 0, 1).samples
             return got
 
-        s = sampling.collect(take, plan.cold_rule)
-        timed["cold"] = (timing.Timed(s.samples, 1, "single", s.stop, 0), _merge_clocks(seen))
+        # one watch over every cold run and the resets between them (NVML's idle readings are left out of the
+        # clocks; the energy and power cover the resets too): a watch per run cost 10-20 ms of NVML calls each
+        s, seen = _timed_set(watch, sampling.collect, take, plan.cold_rule)
+        timed["cold"] = (timing.Timed(s.samples, 1, "single", s.stop, 0), seen)
         timed["warm"] = _timed_set(watch, timing.calibrated, product, warm, plan.rule, checked.launch_ms)
     elif variant.on_gpu:
         timed[base["timed"]] = _timed_set(
@@ -335,24 +334,6 @@ def _one_shape(launcher, op, mode, plan, base, watch):
         ]
     main = timed.get(base["timed"]) or timed["warm"]
     return rows, float(np.median(main[0].samples)) / 1e3
-
-
-def _merge_clocks(seen: list[dict]) -> dict:
-    """One set of clock fields for several short timed runs (the cold runs)."""
-    have = [s for s in seen if s.get("sm_clock_mhz") is not None]
-    if not have:
-        return dict.fromkeys(clocks.FIELDS)
-    reasons = 0
-    for s in have:
-        reasons |= int(s["clock_reasons"], 16)
-    return {
-        "sm_clock_mhz": float(np.median([s["sm_clock_mhz"] for s in have])),
-        "sm_clock_min_mhz": min(s["sm_clock_min_mhz"] for s in have),
-        "mem_clock_mhz": float(np.median([s["mem_clock_mhz"] for s in have])),
-        "temperature_c": max(s["temperature_c"] for s in have),
-        "clock_reasons": hex(reasons),
-        "throttled": any(s["throttled"] for s in have),
-    }
 
 
 def _free(variant: Variant) -> None:
