@@ -163,6 +163,7 @@ def test_parallel_gpu_jobs_never_outnumber_the_devices():
 
 GPU_COMMANDS = {
     "measure",
+    "paired",
     "profile",
     "provenance",
     "coalescing",

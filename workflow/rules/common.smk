@@ -18,6 +18,7 @@ from gpumm.setup import config as gpumm_config
 from gpumm.run import settings as gpumm_settings
 from gpumm.run import gpu
 from gpumm.run import devices as gpumm_devices
+from gpumm.run import races as gpumm_races
 from gpumm.archive import reference
 from gpumm.setup import locks as gpumm_locks
 from gpumm.setup import records as gpumm_records
@@ -229,6 +230,13 @@ print(
 )
 
 RAW = "results/raw/{variant}"
+# the races' comparisons timed in alternation (gpumm.run.paired): which families at which sizes, and the variants
+# (each family's builds) whose samples choose the build that races
+PAIRED_PLAN = gpumm_races.plan(config, VARIANTS)
+PAIRED_IDS = gpumm_races.inputs_of(PAIRED_PLAN)
+PAIRED_SETTINGS = {
+    k: v for k, v in config["paired"].items() if k not in ("races", "enabled")
+}
 # What every GPU job asks for: one GPU (the profiles cap how many run at once; on
 # SLURM the executor requests it with --gpus), of cluster.gpu_model when set.
 GPU_RESOURCES = {"gpu": 1}
@@ -278,4 +286,5 @@ def collected_inputs(wildcards):
         "bandwidth": "results/raw/bandwidth/samples.csv",
         "overhead": "results/raw/overhead/samples.csv",
         "hierarchy": "results/raw/hierarchy/samples.csv",
+        "paired": "results/raw/paired/samples.csv",
     }

@@ -79,6 +79,35 @@ rule measure:
         " 2>&1 | tee {log}"
 
 
+# The races' comparisons, timed in alternation on one GPU (gpumm/run/paired.py): after every variant of a race has
+# been measured, since each family races with its fastest verified build at each size.
+rule paired:
+    input:
+        samples=expand(f"{RAW}/samples.csv", variant=PAIRED_IDS),
+        binaries=[
+            f"results/build/{v}/{VARIANTS[v].binary_name}"
+            for v in PAIRED_IDS
+            if VARIANTS[v].is_built
+        ],
+    output:
+        samples="results/raw/paired/samples.csv",
+        meta="results/raw/paired/meta.json",
+    log:
+        "results/logs/measure/paired.log",
+    conda:
+        ENV
+    resources:
+        **GPU_RESOURCES,
+    params:
+        plan=shlex.quote(json.dumps(PAIRED_PLAN, sort_keys=True)),
+        settings=shlex.quote(json.dumps(PAIRED_SETTINGS, sort_keys=True)),
+        seed=config["seed"],
+        cpu_max_mnk=config["verify"]["cpu_reference_max_mnk"],
+    shell:
+        "python -m gpumm --seal '{output}' paired --plan {params.plan} --settings {params.settings}"
+        " --seed {params.seed} --cpu-max-mnk {params.cpu_max_mnk} --out-dir results/raw/paired 2>&1 | tee {log}"
+
+
 # Every profile in one Nsight Compute session (gpumm/profile.py): ncu, Python and the CUDA context start once.
 # Each variant still gets its own profile.csv, and a variant whose kernel, binary and settings are unchanged
 # reuses its profile from results/cache/profile: an edit to one kernel re-profiles that kernel alone.

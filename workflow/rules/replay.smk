@@ -120,3 +120,17 @@ rule replay_hierarchy:
         ENV
     shell:
         "python -m gpumm --seal '{output}' replay-study --study hierarchy --archive {input.archive} > {log} 2>&1"
+
+
+rule replay_paired:
+    input:
+        archive=f"{ARCHIVE}/raw/provenance.json",
+    output:
+        "results/raw/paired/samples.csv",
+        "results/raw/paired/meta.json",
+    log:
+        "results/logs/replay/paired.log",
+    conda:
+        ENV
+    shell:
+        "python -m gpumm --seal '{output}' replay-study --study paired --archive {input.archive} > {log} 2>&1"

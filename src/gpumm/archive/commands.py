@@ -111,9 +111,14 @@ def register(sub) -> None:
     s.add_argument("--config-digest", default="")
     s.set_defaults(fn=cmd_replay_provenance)
 
-    s = sub.add_parser("replay-study", help="copy an archived study (coalescing, bandwidth, overhead, hierarchy)")
+    s = sub.add_parser(
+        "replay-study", help="copy an archived study (coalescing, bandwidth, overhead, hierarchy, paired)"
+    )
     s.add_argument(
-        "--study", choices=["coalescing", "bandwidth", "overhead", "hierarchy"], required=True, help="which study"
+        "--study",
+        choices=["coalescing", "bandwidth", "overhead", "hierarchy", "paired"],
+        required=True,
+        help="which study",
     )
     s.add_argument("--archive", required=True)
     s.set_defaults(fn=cmd_replay_study)

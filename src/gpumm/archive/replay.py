@@ -78,6 +78,7 @@ STUDY_FILES = {
     "bandwidth": [("raw", "bandwidth", "samples.csv")],
     "overhead": [("raw", "overhead", "samples.csv")],
     "hierarchy": [("raw", "hierarchy", "samples.csv")],
+    "paired": [("raw", "paired", "samples.csv"), ("raw", "paired", "meta.json")],
 }
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from gpumm.setup import files
 
-GPU_STEPS = ("measure", "coalescing", "bandwidth", "overhead", "hierarchy", "provenance", "profile")
+GPU_STEPS = ("measure", "paired", "coalescing", "bandwidth", "overhead", "hierarchy", "provenance", "profile")
 RUN_ID_ENV = "GPUMM_RUN_ID"
 
 

@@ -116,6 +116,69 @@ def cmd_measure(a):
     )
 
 
+def cmd_paired(a):
+    import pandas as pd
+
+    from gpumm.run import measure, paired, races
+    from gpumm.setup import files, manifest, paths
+
+    ids = races.inputs_of(a.plan)
+    samples, binaries = {}, {}
+    for vid in ids:
+        f = paths.raw_dir(vid) / "samples.csv"
+        samples[vid] = pd.read_csv(f) if f.is_file() else pd.DataFrame()
+        v = catalog.from_id(vid)
+        if v.is_cuda:
+            binaries[vid] = str(paths.build_dir(vid) / v.binary_name)
+    started = time.time()
+    df = paired.run(a.plan, a.settings, a.seed, a.cpu_max_mnk, samples, binaries, order=a.order)
+    out = Path(a.out_dir)
+    files.write_csv(df, out / "samples.csv")
+    meta = {
+        "step": "paired",
+        "order": a.order,
+        "settings": {**races.SETTINGS, **a.settings},
+        "plan": a.plan,
+        "seed": a.seed,
+        "cpu_max_mnk": a.cpu_max_mnk,
+        "digests": {vid: catalog.from_id(vid).digest() for vid in ids},
+        "device": measure.device_identity(),
+        **_limits(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "seconds": round(time.time() - started, 2),
+        "origin": "measured",
+        "files": {"samples.csv": manifest.entry(out / "samples.csv")},
+    }
+    files.write_text(out / "meta.json", files.json_text(meta, indent=1))
+    checks = df[df.phase == "check"]
+    print(f"paired: {checks.status.value_counts().to_dict()} checks; {len(df[df.phase == 'sustained'])} blocks timed")
+    for r in checks[checks.status == "failed"].itertuples():
+        print(f"  FAILED {r.variant} at {r.M}x{r.N}x{r.K}: {r.reason}", file=sys.stderr)
+
+
+def _limits() -> dict:
+    """The GPU's power limit and highest SM clock (NVML), for the paired step's record."""
+    from gpumm.run import clocks, measure
+
+    w = clocks.Watch(pci_bus_id=measure._bus_id())
+    return {"power_limit_w": w.power_limit_w(), "max_sm_mhz": w.max_sm_mhz}
+
+
+def _json_object(what: str):
+    def parse(text: str) -> dict:
+        import argparse
+
+        try:
+            got = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
+        if not isinstance(got, dict):
+            raise argparse.ArgumentTypeError(f"not allowed: {what}, a JSON object")
+        return got
+
+    return parse
+
+
 def cmd_coalescing(a):
     from gpumm.run import coalescing
     from gpumm.setup import files
@@ -172,7 +235,7 @@ def cmd_worker(a):
 
 
 # the steps that time or profile on the GPU: each holds the GPU's lock (gpumm.run.gpulock) while it runs
-TIMING_STEPS = ("measure", "coalescing", "bandwidth", "overhead", "hierarchy")
+TIMING_STEPS = ("measure", "paired", "coalescing", "bandwidth", "overhead", "hierarchy")
 
 
 def gpu_lock(a):
@@ -211,6 +274,17 @@ def register(sub) -> None:
     s.add_argument("--cpu-max-mnk", type=options.integer(None, None, "verify", "cpu_reference_max_mnk"))
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_measure)
+
+    s = sub.add_parser("paired", help="time each race's kernels in alternation: paired shares, energy")
+    s.add_argument("--plan", required=True, type=_json_object("the races (gpumm.run.paired.plan)"))
+    s.add_argument("--settings", default={}, type=_json_object("the config's paired section"))
+    s.add_argument("--seed", type=options.integer(None, None, "seed"), default=0)
+    s.add_argument(
+        "--cpu-max-mnk", type=options.integer(None, None, "verify", "cpu_reference_max_mnk"), default=1 << 27
+    )
+    s.add_argument("--order", choices=["forward", "reverse"], default="forward", help="the members' order")
+    s.add_argument("--out-dir", default="results/raw/paired")
+    s.set_defaults(fn=cmd_paired)
 
     s = sub.add_parser("coalescing", help="verify and time the access patterns")
     s.add_argument("--cubin", required=True)

@@ -30,7 +30,16 @@ from gpumm.run import gpulock
 
 ENV = "GPUMM_DEVICES"  # JSON list of the run's devices ({index, name, uuid}), set by the workflow when there are 2+
 CHOSEN_ENV = "GPUMM_DEVICE"  # JSON of the device a job claimed, for its records
-STEPS = ("measure", "coalescing", "bandwidth", "overhead", "hierarchy", "provenance", "profile")  # the GPU jobs
+STEPS = (
+    "measure",
+    "paired",
+    "coalescing",
+    "bandwidth",
+    "overhead",
+    "hierarchy",
+    "provenance",
+    "profile",
+)  # the GPU jobs
 
 
 class DeviceError(ValueError):

@@ -46,7 +46,7 @@ from gpumm.run import blas
 from gpumm.setup import paths
 
 # the steps that run on the GPU (in the worker when the workflow asks for one)
-GPU_STEPS = ("measure", "coalescing", "bandwidth", "overhead", "hierarchy", "provenance")
+GPU_STEPS = ("measure", "paired", "coalescing", "bandwidth", "overhead", "hierarchy", "provenance")
 ENV_USE = "GPUMM_WORKER"  # "1": GPU steps go to the worker (the workflow sets it in measure mode)
 ENV_INSIDE = "GPUMM_IN_WORKER"  # set in the worker: its steps run in process
 ENV_LOG = "GPUMM_WORKER_LOG"

@@ -208,6 +208,19 @@ def check(config: dict) -> list[catalog.Variant]:
                     f"config: {key}: {name} is not a variant family or variant name; allowed: all, "
                     f"{', '.join(sorted(families))} or their variants (e.g. tiled_tile16)"
                 )
+    pair = config.get("paired", {})
+    for race, r in (pair.get("races") or {}).items():
+        for key in ("reference", "down_to"):
+            if key in r and r[key] not in families:
+                raise ConfigError(
+                    f"config: paired.races.{race}.{key}: {r[key]} is not a variant family; allowed: "
+                    f"{', '.join(families)}"
+                )
+    if pair.get("min_rounds", 2) > pair.get("max_rounds", 10**9):
+        raise ConfigError(
+            f"config: paired.min_rounds = {pair['min_rounds']} is not allowed: more than paired.max_rounds "
+            f"({pair['max_rounds']}). Allowed: at most max_rounds"
+        )
     t = config.get("timing", {})
     if t.get("min_samples", 1) > t.get("max_samples", 10**9):
         raise ConfigError(
