@@ -17,6 +17,7 @@ from gpumm.analyse import (
     hardware,
     headlines,
     memory_levels,
+    paired,
     race,
     rates,
     ratios,
@@ -58,6 +59,13 @@ FIRST = {  # what the summary takes from the first sample of each set (as measur
     "sm_clock_min_mhz": np.nan,
     "temperature_c": np.nan,
     "throttled": np.nan,
+    "clock_reasons": "",
+    "window_s": np.nan,
+    "energy_j": np.nan,
+    "power_mean_w": np.nan,
+    "power_peak_w": np.nan,
+    "power_capped_pct": np.nan,
+    "thermal_capped_pct": np.nan,
     "library": "",
 }
 
@@ -75,6 +83,7 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
     first = df.drop_duplicates("set").set_index("set")
     ok = df[df["status"] == "ok"]
     ms = ok.groupby("set")["ms"]
+    burst = ok.groupby("set").head(paired.BURST_SAMPLES).groupby("set")["ms"]
     stats = pd.DataFrame(
         {
             "samples": ms.size(),
@@ -85,6 +94,10 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
             "max_ms": ms.max(),
             # seed 001's method (S1-M): the mean of the first 10 timed runs (of all, where a set stopped sooner)
             "s1m_mean_ms": ok.groupby("set").head(10).groupby("set")["ms"].mean(),
+            # the burst regime: a set's first samples, the card as it started the set (gpumm.analyse.paired)
+            "burst_median_ms": burst.median(),
+            "burst_q25_ms": burst.quantile(0.25),
+            "burst_q75_ms": burst.quantile(0.75),
         }
     ).reindex(first.index)
     has_ok = stats["samples"].notna()
@@ -100,6 +113,8 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
         min_ms=stats["min_ms"],
         max_ms=stats["max_ms"],
         s1m_mean_ms=stats["s1m_mean_ms"],
+        burst_median_ms=stats["burst_median_ms"],
+        burst_iqr_pct=100 * (stats["burst_q75_ms"] - stats["burst_q25_ms"]) / stats["burst_median_ms"],
         **{col: first[col] for col in FIRST},
         # the work model of each set (the catalog's flops and bytes), where the run recorded it
         **{col: first[col] for col in ("work_flops", "work_bytes") if col in first},
@@ -116,6 +131,9 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
     product = summary["timed"] != "prepare"
     summary["gflops"] = (flops / seconds / 1e9).where((flops > 0) & product)
     summary["gbs"] = (nbytes / seconds / 1e9).where(product)
+    burst_s = summary["burst_median_ms"] * 1e-3
+    summary["burst_gflops"] = (flops / burst_s / 1e9).where((flops > 0) & product)
+    summary["burst_gbs"] = (nbytes / burst_s / 1e9).where(product)
     return summary
 
 
@@ -189,6 +207,9 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
         ),
         "crossover": rates.cpu_crossover(summary, gpus, cpus),
     }
+    pairs = _paired_rows(results)
+    tables["paired"] = paired.shares(pairs, summary)
+    tables["paired_members"] = paired.members(pairs, summary)
     tables.update(_memory_tables(results, summary, tables["resources"]))
     d2d = tables["bandwidth"].set_index("transfer").median_gbs.get("device_to_device", np.nan)
     tables["transpose"] = transposes.transpose_summary(summary, tables["variants"], d2d)
@@ -241,6 +262,18 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     if missing:
         raise RuntimeError(f"collect: tables not made: {sorted(missing)}")
     return tables
+
+
+def _paired_rows(results: Path) -> pd.DataFrame:
+    """The paired step's rows (gpumm.run.paired), checked against what the step recorded; none where the run has
+    no paired step (an archive from before it, or ``paired: {enabled: false}``)."""
+    f = results / "raw" / "paired" / "samples.csv"
+    if not f.is_file():
+        return pd.DataFrame()
+    found = manifest.recorded(f.parent / "meta.json")
+    if found:
+        raise manifest.Damaged(manifest.first(found, "run snakemake again, which runs its step again"))
+    return pd.read_csv(f)
 
 
 def verification(summary: pd.DataFrame) -> pd.DataFrame:

@@ -53,6 +53,8 @@ TABLE_NAMES = (
     "study_cost",
     "headlines",
     "tuning",
+    "paired",
+    "paired_members",
 )
 
 # Relative to the working directory of a run (the Snakemake workdir).

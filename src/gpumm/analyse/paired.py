@@ -1,0 +1,197 @@
+"""The races' verdicts from the paired step (:mod:`gpumm.run.paired`): each share and gain, its 95% interval and
+its two regimes, and each kernel's rate, power and energy per unit of work.
+
+- **sustained**: the paired rounds, after the card has run under load (at its power cap where the race's kernels
+  reach it): the share is the geometric mean of the rounds' ratios (:func:`gpumm.run.pairing.ratio`);
+- **burst**: a cool card, each kernel's first five samples in its own set (:func:`burst` of the summary); not
+  paired, so it is shown beside the sustained share only where the two differ by more than their spread.
+
+Pure functions on the run's tables, tested on the CPU with recorded streams.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from gpumm.run import pairing
+from gpumm.setup import columns
+
+BURST_SAMPLES = 5  # a set's first samples: the card as it starts the set (the stopping rule's minimum)
+SHARE_COLUMNS = ["race", "group", "op", "M", "N", "K", "order", "variant", "family", "against", "against_family"]
+SHARE_COLUMNS += ["kind", "share", "low", "high", "rounds", "whole_share", "first5_share", "iqr_pct", "against_iqr_pct"]
+SHARE_COLUMNS += ["burst_share", "burst_spread", "set_share", "regimes_differ", "stop"]
+MEMBER_COLUMNS = ["race", "group", "op", "M", "N", "K", "order", "variant", "family", "role", "status", "reason"]
+MEMBER_COLUMNS += ["rounds", "median_ms", "iqr_pct", "rate", "unit", "burst_rate", "set_rate", "energy_j", "window_s"]
+MEMBER_COLUMNS += [
+    "power_w",
+    "per_joule",
+    "counter_per_joule",
+    "per_joule_unit",
+    "energy_clock_mhz",
+    "energy_capped_pct",
+    "energy_throttled",
+]
+MEMBER_COLUMNS += ["sm_clock_mhz", "power_capped_pct", "power_mean_w", "throttled", "stop"]
+
+
+def rows_of(raw: pd.DataFrame) -> pd.DataFrame:
+    """The paired step's rows, or none where the run has none (an archive from before the step: one row saying
+    'not measured')."""
+    if raw is None or raw.empty or "phase" not in raw:
+        return pd.DataFrame(columns=columns.PAIRED)
+    return raw
+
+
+def _set_ms(summary: pd.DataFrame, variant: str, shape) -> tuple[float, float, float]:
+    """(median ms, burst median ms, burst IQR %) of a variant's kernel set at ``shape`` in device memory."""
+    if summary is None or summary.empty:
+        return math.nan, math.nan, math.nan
+    M, N, K = shape
+    s = summary[
+        (summary.variant == variant)
+        & (summary.M == M)
+        & (summary.N == N)
+        & (summary.K == K)
+        & (summary.memory_mode == "device")
+        & (summary.timed == "kernel")
+        & (summary.status == "ok")
+    ]
+    if s.empty:
+        return math.nan, math.nan, math.nan
+    r = s.iloc[0]
+    return (float(r.median_ms), float(r.get("burst_median_ms", math.nan)), float(r.get("burst_iqr_pct", math.nan)))
+
+
+def shares(raw: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per group and comparison: the share of ``variant`` in ``against``'s rate (the reference, or the rung
+    below: ``kind``), paired over the sustained rounds, with its 95% interval; the share the same blocks give
+    unpaired (ratio of medians) and over their first five; the burst share and the whole sets' share of the two
+    kernels' own sets (from ``summary``), and whether the burst and sustained shares differ beyond their spread."""
+    raw = rows_of(raw)
+    s = raw[(raw.phase == "sustained") & (raw.status == "ok")]
+    out = []
+    for (race, group, order), g in s.groupby(["race", "group", "order"], sort=False):
+        wide = g.pivot_table(index="round", columns="variant", values="ms", aggfunc="first").sort_index()
+        info = g.drop_duplicates("variant").set_index("variant")
+        by_family = dict(zip(info.family, info.index))
+        ref = info.index[info.role == "reference"]
+        if ref.empty:
+            continue
+        ref = ref[0]
+        shape = tuple(int(info.iloc[0][d]) for d in "MNK")
+        stop = str(g.stop.dropna().iloc[0]) if "stop" in g and g.stop.notna().any() else ""
+        for a, row in info.iterrows():
+            if a == ref:
+                continue
+            against = [(ref, "reference")]
+            below = str(row.rung_below) if isinstance(row.rung_below, str) else ""
+            if below in by_family and by_family[below] != ref:
+                against.append((by_family[below], "rung_below"))
+            for b, kind in against:
+                r = pairing.ratio(wide[b], wide[a])
+                whole = pairing.ratio_of_medians(list(wide[b]), list(wide[a]))
+                first5 = pairing.ratio_of_medians(list(wide[b][:BURST_SAMPLES]), list(wide[a][:BURST_SAMPLES]))
+                set_a, burst_a, biqr_a = _set_ms(summary, a, shape)
+                set_b, burst_b, biqr_b = _set_ms(summary, b, shape)
+                burst_share = burst_b / burst_a
+                spread = burst_share * (biqr_a + biqr_b) / 100 if burst_share == burst_share else math.nan
+                half = (r.high - r.low) / 2 if r.high == r.high else 0.0
+                differ = bool(burst_share == burst_share and abs(burst_share - r.value) > half + (spread or 0))
+                out.append(
+                    [race, group, row.op, *shape, order, a, row.family, b, info.at[b, "family"], kind, r.value,
+                     r.low, r.high, r.rounds, whole, first5, pairing.iqr_pct(list(wide[a])),
+                     pairing.iqr_pct(list(wide[b])), burst_share, spread, set_b / set_a, differ, stop]
+                )  # fmt: skip
+    return pd.DataFrame(out, columns=SHARE_COLUMNS)
+
+
+def _unit(op: str) -> tuple[str, str]:
+    return ("GB/s", "GB/J") if op in ("transpose", "copy") else ("GFLOP/s", "GFLOP/J")
+
+
+def members(raw: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per group and kernel: whether it raced (or why not), its sustained median and spread, its rate, its
+    burst and whole-set rates (its own set), its energy over its span alone (joules, seconds, watts, work per
+    joule, the clock and the capped share there), and the group's clock and power over the sustained rounds."""
+    raw = rows_of(raw)
+    if raw.empty:
+        return pd.DataFrame(columns=MEMBER_COLUMNS)
+    out = []
+    for (race, group, order), g in raw.groupby(["race", "group", "order"], sort=False, dropna=False):
+        checks = g[g.phase == "check"]
+        sus = g[(g.phase == "sustained") & (g.status == "ok")]
+        energy = g[g.phase == "energy"].set_index("variant")
+        grp = sus.iloc[0] if len(sus) else None
+        for r in checks.itertuples():
+            if not isinstance(r.variant, str) or not r.variant:
+                continue
+            mine = sus[sus.variant == r.variant]
+            work = float(mine.work.iloc[0]) if len(mine) else float(energy.work.get(r.variant, np.nan))
+            unit, per_j = _unit(r.op)
+            shape = (int(r.M), int(r.N), int(r.K))
+            set_ms, burst_ms, _ = _set_ms(summary, r.variant, shape)
+            ms = float(mine.ms.median()) if len(mine) else math.nan
+            e = energy.loc[r.variant] if r.variant in energy.index else None
+            joules = float(e.energy_j) if e is not None else math.nan
+            out.append(
+                {
+                    "race": race, "group": group, "op": r.op, "M": shape[0], "N": shape[1], "K": shape[2],
+                    "order": order, "variant": r.variant, "family": r.family, "role": r.role,
+                    "status": "paired" if len(mine) else ("energy only" if r.status == "ok" else r.status),
+                    "reason": r.reason if isinstance(r.reason, str) else "",
+                    "rounds": int(mine["round"].nunique()) if len(mine) else 0, "median_ms": ms,
+                    "iqr_pct": pairing.iqr_pct(list(mine.ms)) if len(mine) else math.nan,
+                    "rate": work / (ms * 1e-3) / 1e9 if ms == ms else math.nan, "unit": unit,
+                    "burst_rate": work / (burst_ms * 1e-3) / 1e9 if work == work else math.nan,
+                    "set_rate": work / (set_ms * 1e-3) / 1e9 if work == work else math.nan,
+                    "energy_j": joules, "window_s": float(e.window_s) if e is not None else math.nan,
+                    "power_w": float(e.power_mean_w) if e is not None else math.nan,
+                    # the span's rate over its power: work per joule (the counter's joules are the cross-check)
+                    "per_joule": work / (float(e.ms) * 1e-3) / float(e.power_mean_w) / 1e9
+                    if e is not None and float(e.power_mean_w) > 0
+                    else math.nan,
+                    "counter_per_joule": float(e.window_work) / joules / 1e9
+                    if e is not None and joules > 0
+                    else math.nan,
+                    "per_joule_unit": per_j,
+                    "energy_clock_mhz": float(e.sm_clock_mhz) if e is not None else math.nan,
+                    "energy_capped_pct": float(e.power_capped_pct) if e is not None else math.nan,
+                    "energy_throttled": _truth(e.throttled) if e is not None else None,
+                    "sm_clock_mhz": float(grp.sm_clock_mhz) if grp is not None else math.nan,
+                    "power_capped_pct": float(grp.power_capped_pct) if grp is not None else math.nan,
+                    "power_mean_w": float(grp.power_mean_w) if grp is not None else math.nan,
+                    "throttled": _truth(grp.throttled) if grp is not None else None,
+                    "stop": str(grp.stop) if grp is not None and isinstance(grp.stop, str) else "",
+                }
+            )  # fmt: skip
+    return pd.DataFrame(out, columns=MEMBER_COLUMNS)
+
+
+def _truth(x) -> bool | None:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return None
+    return str(x).lower() == "true"
+
+
+def best(shares_table: pd.DataFrame, race: str, n: int) -> pd.Series | None:
+    """The hand-written kernel with the highest sustained share of the reference in race ``race`` at size n (the
+    forward pass), or None where the race was not paired at n."""
+    t = shares_table
+    if t is None or t.empty:
+        return None
+    d = t[(t.race == race) & (t.M == n) & (t.kind == "reference") & (t.order == "forward") & t.share.notna()]
+    return d.loc[d.share.idxmax()] if len(d) else None
+
+
+def best_per_joule(members_table: pd.DataFrame, race: str, n: int) -> tuple[pd.Series, pd.Series] | None:
+    """(the hand-written kernel with the most work per joule in race ``race`` at size n, the reference's row), or
+    None where either has no energy."""
+    m = members_table
+    if m is None or m.empty:
+        return None
+    d = m[(m.race == race) & (m.M == n) & (m.order == "forward") & m.per_joule.notna()]
+    ref, hand = d[d.role == "reference"], d[d.role != "reference"]
+    if ref.empty or hand.empty:
+        return None
+    return hand.loc[hand.per_joule.idxmax()], ref.iloc[0]
