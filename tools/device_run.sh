@@ -20,7 +20,10 @@
 #                                            `python -m gpumm archive --name NAME` (with its run.json), the
 #                                            stopping rule against the fixed count (tools/sampling_check.py,
 #                                            with SAMPLING_CHECK=1), the GPU tests and compute-sanitizer runs of
-#                                            the rungs RACE_CHECK names (a pytest -k expression), and tars of the
+#                                            the rungs RACE_CHECK names (a pytest -k expression), the paired
+#                                            step again with the order reversed and its GPU tests
+#                                            (PAIRED_REPEAT=1, tools/power/passes.py), and tars of the raw
+#                                            results,
 #                                            archive, the report and the logs into $OUT (the checks get
 #                                            what is left of the call's time, DEADLINE_S; GPU_TESTS=1 adds
 #                                            every GPU test)
@@ -181,7 +184,14 @@ PY
     python3 -m gpumm archive --name "$name"
     tar czf "$OUT/archive.tgz" "data/reference/$name"
   fi
+  if [ "$rc" = 0 ] && [ -n "${PAIRED_REPEAT:-}" ]; then  # issue 36's repeat: the paired step again, reversed
+    timeout "$(left 120)" python3 tools/power/passes.py run 2>&1 | tee "$LOG/paired-reverse.txt" | tail -8
+    python3 tools/power/passes.py compare > "$LOG/passes.csv" 2> >(tee "$LOG/passes.txt")
+    timeout "$(left 60)" python3 -m pytest -m gpu -q tests/run/test_gpu_paired.py 2>&1 | tee "$LOG/pytest-paired.txt" \
+      | tail -3
+  fi
   # what the study made comes back before the checks, whatever they take
+  tar czf "$OUT/raw.tgz" results/raw --exclude='*/profile-session' 2>/dev/null
   tar czf "$OUT/report.tgz" results/report
   tar czf "$OUT/logs.tgz" results/logs results/run results/tables results/run.json results/raw/*/meta.json \
     results/raw/profile-session/*/ncu.log 2>/dev/null
