@@ -276,8 +276,15 @@ def register(sub) -> None:
     s.set_defaults(fn=cmd_measure)
 
     s = sub.add_parser("paired", help="time each race's kernels in alternation: paired shares, energy")
-    s.add_argument("--plan", required=True, type=_json_object("the races (gpumm.run.paired.plan)"))
-    s.add_argument("--settings", default={}, type=_json_object("the config's paired section"))
+    s.add_argument(
+        "--plan", required=True, type=_json_object("the races"), help="the races, as JSON (gpumm.run.races.plan)"
+    )
+    s.add_argument(
+        "--settings",
+        default={},
+        type=_json_object("the config's paired section"),
+        help="the config's paired section less its races, as JSON (defaults: gpumm.run.races.SETTINGS)",
+    )
     s.add_argument("--seed", type=options.integer(None, None, "seed"), default=0)
     s.add_argument(
         "--cpu-max-mnk", type=options.integer(None, None, "verify", "cpu_reference_max_mnk"), default=1 << 27
