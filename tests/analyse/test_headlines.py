@@ -69,7 +69,7 @@ def test_headlines_read_the_tables_and_link_their_sections():
     assert list(h.columns) == [c for c in headlines.COLUMNS if c != "key"]
     assert h.at["best_share_4096", "value"].startswith("80.0% (double_buffer:")
     assert (h.at["best_share_4096", "page"], h.at["best_share_4096", "anchor"]) == ("ladder", "race")
-    assert h.at["transpose_share", "value"] == "95.6% (transpose_vec4); 84.7% of the device-to-device copy"
+    assert h.at["transpose_share", "value"] == "95.6% (transpose_vec4, own sets); 84.7% of the device-to-device copy"
     assert h.at["rows_over_cols", "value"] == "4.1× to 4.2× slower"  # the DRAM regime only, not the L2's 18.7
     assert h.at["zero_copy_cublas", "value"] == "30.0× slower at 2048³ (30.0× to 200.0× over 1024³ to 2048³)"
     assert h.at["launch_floor", "value"] == "0.69 µs per launch" and h.at["launch_floor", "number"] == 0.689

@@ -114,13 +114,13 @@ def test_profiles_clocks_and_the_copy_size_come_from_the_run():
     text = method.clocks({"summary": pd.concat([summary, full, cpu])})
     assert "read during 2 of the 3 timed sets (not during 1: CPU baselines" in text
     assert "the maximum, 1980 MHz, in 1 of them, and lower in 1 (down to 1755 MHz)" in text
-    assert "1 sets fell below 98% of the maximum and are marked throttled: cublas at 16384" in text
+    assert "1 set ran throttled (what that means: the power note below): cublas at 16384" in text
     mild = pd.concat([full, full.assign(variant="x", sm_clock_min_mhz=1965.0)])
     assert method.clocks({"summary": mild}).endswith(
-        "lower in 1 (down to 1965 MHz); none fell below 98% of the maximum (throttled)."
+        "lower in 1 (down to 1965 MHz); no slowdown reason touched any set (none throttled)."
     )
     note = method.throttled_among({"summary": summary}, summary[["variant", "M", "N", "K"]])
-    assert note == "Throttled (SM clock below 98% of its maximum during the set): cublas at 16384."
+    assert note == "Throttled sets in this table (a slowdown reason touched the set: run page, Power): cublas at 16384."
     assert method.copy_size({"source": {"config": {"bandwidth": {"bytes": 1 << 30}}}}) == "1 GiB"
     assert method.copy_size({"source": {"config": {"bandwidth": {"bytes": 3 << 19}}}}) == "1.5 MiB"
     assert method.copy_size({"source": {}}) == ""  # not recorded: nothing is typed in its place

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from gpumm.analyse import hardware as peaks
-from gpumm.analyse import rates, tensor
+from gpumm.analyse import paired, rates, tensor
 from gpumm.setup import catalog
 
 SIZE = rates.LADDER_SIZE
@@ -72,6 +72,22 @@ def _rate(raw: Path, name: str) -> tuple[float, str]:
     return max(found) if found else (math.nan, "")
 
 
+PAIRED = " paired share at "  # a row's words: "<family> paired share at 4096³"
+
+
+def _paired(raw: Path) -> list[tuple]:
+    """The run's paired shares of each race's reference at SIZE³ (its paired step, the forward pass), one row per
+    rung: (what, value, unit, tracks, method); none where the run has no paired step."""
+    f = raw / "paired" / "samples.csv"
+    if not f.is_file():
+        return []
+    t = paired.shares(pd.read_csv(f))
+    if t.empty:
+        return []
+    t = t[(t.kind == "reference") & (t.order == "forward") & (t.M == SIZE)]
+    return [(f"{r.family}{PAIRED}{SIZE}³", float(r.share), "share", "", "paired") for r in t.itertuples()]
+
+
 def headlines(run: Path, name: str) -> pd.DataFrame:
     """One row per headline number of the run in ``run`` (a folder holding raw/): GPU, value, unit, what it tracks."""
     raw = run / "raw"
@@ -89,6 +105,7 @@ def headlines(run: Path, name: str) -> pd.DataFrame:
             tracks = "dram_gbs" if transfer == "device_to_device" else "pcie"
             median = float(g.median()) if len(g) else math.nan
             rows.append((f"copy {transfer.replace('_', ' ')}", median, "GB/s", tracks, "events"))
+    rows += _paired(raw)
     rows += [
         ("specified DRAM bandwidth", hw["dram_gbs"], "GB/s", "dram_gbs", ""),
         ("FP32 peak", hw["fp32_tflops"], "TFLOP/s", "fp32_tflops", ""),
@@ -183,4 +200,9 @@ def shares_of_cublas(t: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     shares = pd.concat(found).dropna(how="all")  # a kernel no run has (a race no run measured) is no share
     shares.index = [w.replace(f" GFLOP/s at {SIZE}³", "") for w in shares.index]
+    pair = t[t.unit == "share"]
+    for r in pair.itertuples():  # a run's paired share replaces the ratio of its two own sets
+        family = r.what.split(PAIRED)[0]
+        if family in shares.index and r.run in shares.columns:
+            shares.at[family, r.run] = r.value
     return shares

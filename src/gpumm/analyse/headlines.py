@@ -4,9 +4,11 @@ linked to the section of the page that shows it (the index leads with them; a br
 Pure functions on the tables :func:`gpumm.analyse.tables.collect` makes, tested on the CPU.
 """
 
+import math
+
 import pandas as pd
 
-from gpumm.analyse import claims, rates
+from gpumm.analyse import claims, paired, power, rates
 
 COLUMNS = ["key", "what", "value", "number", "unit", "page", "anchor"]
 
@@ -15,9 +17,26 @@ def _row(key, what, value, number, unit, page, anchor) -> dict:
     return {"key": key, "what": what, "value": value, "number": number, "unit": unit, "page": page, "anchor": anchor}
 
 
-def best_share(summary: pd.DataFrame, n: int, op: str = "matmul") -> dict | None:
+def best_share(summary: pd.DataFrame, n: int, op: str = "matmul", verdicts: pd.DataFrame | None = None) -> dict | None:
     """The fastest hand-written GPU matrix multiply of operation ``op`` at n³ (device memory), and its share of the
-    rate of the same operation's cuBLAS."""
+    rate of the same operation's cuBLAS: from the paired step where the run paired that race at n (``regime``
+    sustained, with the 95% interval), else from the kernels' own sets (``regime`` unpaired, and the mark of
+    :func:`gpumm.analyse.power.mark` where their power states differ)."""
+    v = paired.best_verdict(verdicts, op, n) if verdicts is not None else None
+    if v is not None:
+        ref = verdicts[(verdicts.race == v.race) & (verdicts.M == n) & (verdicts.role == "reference")]
+        return {
+            "variant": v.variant,
+            "gflops": v.rate,
+            "cublas": float(ref.rate.iloc[0]) if len(ref) else math.nan,
+            "share": v.share,
+            "low": v.low,
+            "high": v.high,
+            "regime": v.regime,
+            "burst_share": v.burst_share,
+            "differ": bool(v.regimes_differ) if v.regimes_differ == v.regimes_differ else False,
+            "mark": "",
+        }
     s = summary[
         (summary.M == n)
         & (summary.N == n)
@@ -30,28 +49,74 @@ def best_share(summary: pd.DataFrame, n: int, op: str = "matmul") -> dict | None
     ]
     if "op" in s:
         s = s[s.op.fillna("matmul") == op]
-    cublas = s[s.kind == "cublas"].gflops
+    cublas = s[s.kind == "cublas"]
     hand = s[s.kind == "cuda"]
     if cublas.empty or hand.empty:
         return None
     best = hand.loc[hand.gflops.idxmax()]
-    rate = cublas.iloc[0]
-    return {"variant": best.variant, "gflops": best.gflops, "cublas": rate, "share": best.gflops / rate}
+    rate = cublas.gflops.iloc[0]
+    shape = (n, n, n)
+    return {
+        "variant": best.variant,
+        "gflops": best.gflops,
+        "cublas": rate,
+        "share": best.gflops / rate,
+        "low": math.nan,
+        "high": math.nan,
+        "regime": paired.SET_REGIME,
+        "burst_share": math.nan,
+        "differ": False,
+        "mark": power.mark(summary, best.variant, cublas.variant.iloc[0], shape),
+    }
+
+
+def share_text(b: dict, digits: int = 1) -> str:
+    """A best share as the index says it: '102.8% (95% interval 102.5-103.1%; bf16_persistent: 671 against 653
+    TFLOP/s, sustained, paired)', with the burst share where the two regimes differ, or the unpaired mark."""
+    scale = 1e3
+    rates = f"{b['gflops'] / scale:.{digits}f} against {b['cublas'] / scale:.{digits}f} TFLOP/s"
+    if b["regime"] == paired.PAIRED_REGIME:
+        text = f"{b['share']:.1%} (95% interval {100 * b['low']:.1f}–{100 * b['high']:.1f}%; {b['variant']}: {rates}"
+        text += ", sustained, paired"
+        if b["differ"]:
+            text += f"; burst, unpaired: {b['burst_share']:.1%}"
+        return text + ")"
+    text = f"{b['share']:.1%} ({b['variant']}: {rates}"
+    return text + (f"; {b['mark']}" if b["mark"] else "") + ")"
+
+
+def efficiency(verdicts: pd.DataFrame | None, race: str) -> dict | None:
+    """At the race's largest paired size: the hand-written kernel with the most work per joule, and the
+    reference's, or None where the run measured no energy."""
+    if verdicts is None or verdicts.empty:
+        return None
+    d = verdicts[(verdicts.race == race) & verdicts.per_joule.notna()]
+    if d.empty:
+        return None
+    n = int(d.M.max())
+    d = d[d.M == n]
+    ref, hand = d[d.role == "reference"], d[d.role != "reference"]
+    if ref.empty or hand.empty:
+        return None
+    best = hand.loc[hand.per_joule.idxmax()]
+    r = float(ref.per_joule.iloc[0])
+    return {"n": n, "variant": best.variant, "hand": float(best.per_joule), "ref": r, "ratio": best.per_joule / r,
+            "unit": str(best.per_joule_unit)}  # fmt: skip
 
 
 def headlines(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The headline rows (COLUMNS) from the collected tables ``t``; a number the run lacks is left out."""
     rows = []
     summary = t["summary"]
+    v = t.get("verdicts")
     for n in (rates.LADDER_SIZE, 2 * rates.LADDER_SIZE):
-        b = best_share(summary, n)
+        b = best_share(summary, n, verdicts=v)
         if b:
             rows.append(
                 _row(
                     f"best_share_{n}",
                     f"Fastest hand-written FP32 kernel against cuBLAS at {n}³",
-                    f"{b['share']:.1%} ({b['variant']}: {b['gflops'] / 1e3:.1f} against {b['cublas'] / 1e3:.1f} "
-                    "TFLOP/s)",
+                    share_text(b),
                     100 * b["share"],
                     "% of cuBLAS",
                     "ladder",
@@ -59,18 +124,35 @@ def headlines(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 )
             )
     for n in (rates.LADDER_SIZE, 2 * rates.LADDER_SIZE):  # the race on the tensor cores (issue 30)
-        b = best_share(summary, n, "matmul_bf16")
+        b = best_share(summary, n, "matmul_bf16", verdicts=v)
         if b:
             rows.append(
                 _row(
                     f"best_bf16_share_{n}",
                     f"Fastest hand-written BF16 kernel against cuBLAS BF16 at {n}³ (tensor cores)",
-                    f"{b['share']:.1%} ({b['variant']}: {b['gflops'] / 1e3:.0f} against {b['cublas'] / 1e3:.0f} "
-                    "TFLOP/s)",
+                    share_text(b, digits=0),
                     100 * b["share"],
                     "% of cuBLAS BF16",
                     "tensor",
                     "DC-TENSOR",
+                )
+            )
+    for race, op, page, anchor, ref in (
+        ("fp32", "FP32", "ladder", "race", "cuBLAS"),
+        ("bf16", "BF16", "tensor", "rates", "cuBLAS BF16"),
+    ):
+        e = efficiency(v, race)
+        if e:
+            rows.append(
+                _row(
+                    f"efficient_{race}",
+                    f"Most energy-efficient hand-written {op} kernel against {ref} at {e['n']}³",
+                    f"{e['hand']:,.0f} against {e['ref']:,.0f} {e['unit']} ({e['variant']}: {e['ratio']:.2f}× "
+                    f"{ref}'s work per joule, board power over its own span, sustained)",
+                    e["ratio"],
+                    "× the reference's work per joule",
+                    page,
+                    anchor,
                 )
             )
     goal = t.get("transpose_goal", pd.DataFrame())
@@ -80,7 +162,8 @@ def headlines(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
             _row(
                 "transpose_share",
                 "Best transpose against the copy kernel (the lower share over 8192 and 16384)",
-                f"{g.of_copy_kernel:.1%} ({g.best}); {g.of_device_copy:.1%} of the device-to-device copy",
+                f"{g.of_copy_kernel:.1%} ({g.best}, {g.regime if isinstance(g.get('regime'), str) else 'own sets'}); "
+                f"{g.of_device_copy:.1%} of the device-to-device copy",
                 100 * g.of_copy_kernel,
                 "% of the copy kernel",
                 "transpose",

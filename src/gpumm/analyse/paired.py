@@ -2,7 +2,8 @@
 its two regimes, and each kernel's rate, power and energy per unit of work.
 
 - **sustained**: the paired rounds, after the card has run under load (at its power cap where the race's kernels
-  reach it): the share is the geometric mean of the rounds' ratios (:func:`gpumm.run.pairing.ratio`);
+  reach it): the share is the geometric mean of the rounds' ratios (:func:`gpumm.run.pairing.ratio`), its 95%
+  interval that of ten batches of consecutive rounds (correlated rounds would make the rounds' own too narrow);
 - **burst**: a cool card, each kernel's first five samples in its own set (:func:`burst` of the summary); not
   paired, so it is shown beside the sustained share only where the two differ by more than their spread.
 
@@ -18,8 +19,10 @@ from gpumm.run import pairing
 from gpumm.setup import columns
 
 BURST_SAMPLES = 5  # a set's first samples: the card as it starts the set (the stopping rule's minimum)
+BATCHES = 10  # a share's interval: from the means of ten runs of consecutive rounds (gpumm.run.pairing.ratio)
 SHARE_COLUMNS = ["race", "group", "op", "M", "N", "K", "order", "variant", "family", "against", "against_family"]
 SHARE_COLUMNS += ["kind", "share", "low", "high", "rounds", "whole_share", "first5_share", "iqr_pct", "against_iqr_pct"]
+SHARE_COLUMNS += ["ratio_iqr_pct"]
 SHARE_COLUMNS += ["burst_share", "burst_spread", "set_share", "regimes_differ", "stop"]
 MEMBER_COLUMNS = ["race", "group", "op", "M", "N", "K", "order", "variant", "family", "role", "status", "reason"]
 MEMBER_COLUMNS += ["rounds", "median_ms", "iqr_pct", "rate", "unit", "burst_rate", "set_rate", "energy_j", "window_s"]
@@ -89,7 +92,8 @@ def shares(raw: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd.DataFra
             if below in by_family and by_family[below] != ref:
                 against.append((by_family[below], "rung_below"))
             for b, kind in against:
-                r = pairing.ratio(wide[b], wide[a])
+                r = pairing.ratio(wide[b], wide[a], batches=BATCHES)
+                per_round = (wide[b] / wide[a]).dropna()
                 whole = pairing.ratio_of_medians(list(wide[b]), list(wide[a]))
                 first5 = pairing.ratio_of_medians(list(wide[b][:BURST_SAMPLES]), list(wide[a][:BURST_SAMPLES]))
                 set_a, burst_a, biqr_a = _set_ms(summary, a, shape)
@@ -101,7 +105,8 @@ def shares(raw: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd.DataFra
                 out.append(
                     [race, group, row.op, *shape, order, a, row.family, b, info.at[b, "family"], kind, r.value,
                      r.low, r.high, r.rounds, whole, first5, pairing.iqr_pct(list(wide[a])),
-                     pairing.iqr_pct(list(wide[b])), burst_share, spread, set_b / set_a, differ, stop]
+                     pairing.iqr_pct(list(wide[b])), pairing.iqr_pct(list(per_round)), burst_share, spread,
+                     set_b / set_a, differ, stop]
                 )  # fmt: skip
     return pd.DataFrame(out, columns=SHARE_COLUMNS)
 
@@ -195,3 +200,85 @@ def best_per_joule(members_table: pd.DataFrame, race: str, n: int) -> tuple[pd.S
     if ref.empty or hand.empty:
         return None
     return hand.loc[hand.per_joule.idxmax()], ref.iloc[0]
+
+
+VERDICT_COLUMNS = ["race", "op", "M", "N", "K", "family", "variant", "role", "status", "reason", "regime", "share"]
+VERDICT_COLUMNS += ["low", "high", "burst_share", "regimes_differ", "set_share", "mark", "rung_below", "gain"]
+VERDICT_COLUMNS += ["gain_low", "gain_high", "gain_regime", "gain_mark", "rate", "burst_rate", "unit", "power_w"]
+VERDICT_COLUMNS += ["per_joule", "per_joule_unit", "energy_clock_mhz", "sm_clock_mhz", "power_capped_pct"]
+VERDICT_COLUMNS += ["throttled", "stop"]
+PAIRED_REGIME = "sustained, paired"
+SET_REGIME = "own sets, unpaired"
+
+
+def verdicts(shares_table: pd.DataFrame, members_table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """Every kernel of every race at every paired size (the forward pass), one row each: its share of the reference
+    and its gain over the rung below, paired (``regime`` sustained, with the 95% interval, the burst share beside
+    it and whether the two differ beyond their spread) or, for a rung the step timed for its energy only or left
+    out, from the two kernels' own sets (with the mark of :func:`gpumm.analyse.power.mark` where their power states
+    differ); its rate, power and work per joule, and the group's clock and capped share over the rounds."""
+    from gpumm.analyse import power
+    from gpumm.setup import catalog
+
+    fams = catalog.load()
+    m = members_table[members_table.order == "forward"] if len(members_table) else members_table
+    sh = shares_table[shares_table.order == "forward"] if len(shares_table) else shares_table
+    rows = []
+    for (race, group), g in m.groupby(["race", "group"], sort=False):
+        ref = g[g.role == "reference"]
+        if ref.empty:
+            continue
+        ref = ref.iloc[0]
+        shape = (int(ref.M), int(ref.N), int(ref.K))
+        chosen = dict(zip(g.family, g.variant))
+        for r in g.itertuples():
+            mine = sh[(sh.group == group) & (sh.variant == r.variant)] if len(sh) else sh
+            of_ref = mine[mine.kind == "reference"] if len(mine) else mine
+            row = {
+                "race": race, "op": r.op, "M": r.M, "N": r.N, "K": r.K, "family": r.family, "variant": r.variant,
+                "role": r.role, "status": r.status, "reason": r.reason, "rate": r.rate, "burst_rate": r.burst_rate,
+                "unit": r.unit, "power_w": r.power_w, "per_joule": r.per_joule, "per_joule_unit": r.per_joule_unit,
+                "energy_clock_mhz": r.energy_clock_mhz, "sm_clock_mhz": r.sm_clock_mhz,
+                "power_capped_pct": r.power_capped_pct, "throttled": r.throttled, "stop": r.stop,
+                "rung_below": "", "mark": "", "gain_mark": "",
+            }  # fmt: skip
+            if r.role == "reference":
+                row.update(share=1.0, low=1.0, high=1.0, regime=PAIRED_REGIME if r.status == "paired" else SET_REGIME)
+            elif len(of_ref):
+                x = of_ref.iloc[0]
+                row.update(share=x.share, low=x.low, high=x.high, burst_share=x.burst_share, set_share=x.set_share,
+                           regimes_differ=bool(x.regimes_differ), regime=PAIRED_REGIME)  # fmt: skip
+            else:
+                c = power.compare(summary, r.variant, ref.variant, shape)
+                row.update(share=c["share"], burst_share=c["burst_share"], set_share=c["share"], regime=SET_REGIME,
+                           mark=power.mark(summary, r.variant, ref.variant, shape))  # fmt: skip
+                if row["rate"] != row["rate"]:
+                    row["rate"] = r.set_rate
+                if row["rate"] != row["rate"]:  # not even checked here (left out): its own set's rate
+                    mine_set = power._set(summary, r.variant, shape)
+                    if mine_set is not None:
+                        row["rate"] = float(mine_set.gbs if r.op in ("transpose", "copy") else mine_set.gflops)
+            below = str(fams.get(r.family, {}).get("rung_below") or "")
+            if below and below in chosen and r.role != "reference":
+                row["rung_below"] = below
+                gain = mine[mine.kind == "rung_below"] if len(mine) else mine
+                if len(gain):
+                    x = gain.iloc[0]
+                    row.update(gain=x.share, gain_low=x.low, gain_high=x.high, gain_regime=PAIRED_REGIME)
+                else:
+                    c = power.compare(summary, r.variant, chosen[below], shape)
+                    row.update(gain=c["share"], gain_regime=SET_REGIME,
+                               gain_mark=power.mark(summary, r.variant, chosen[below], shape))  # fmt: skip
+            rows.append(row)
+    return pd.DataFrame(rows).reindex(columns=VERDICT_COLUMNS)
+
+
+def best_verdict(verdicts_table: pd.DataFrame, op: str, n: int) -> pd.Series | None:
+    """The hand-written kernel with the highest paired (sustained) share of its race's reference among the races of
+    operation ``op`` at n³ (a transpose's n × n), or None where none was paired there."""
+    v = verdicts_table
+    if v is None or v.empty:
+        return None
+    ops = {"transpose": ("transpose", "copy")}.get(op, (op,))
+    d = v[v.op.isin(ops) & (v.M == n) & (v.role != "reference") & (v.regime == PAIRED_REGIME) & v.share.notna()]
+    return d.loc[d.share.idxmax()] if len(d) else None

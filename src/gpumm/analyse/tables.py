@@ -18,6 +18,7 @@ from gpumm.analyse import (
     headlines,
     memory_levels,
     paired,
+    power,
     race,
     rates,
     ratios,
@@ -188,6 +189,7 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     one_kind(metas)
     summary = summarise(samples)
     summary["op"] = summary.variant.map({v.id: v.op for v in variants})  # the FP32 pages read matmul's rows only
+    summary["power_state"] = power.states(summary)  # full clock, or throttled and why (gpumm.analyse.power)
     loop_table = with_columns(pd.DataFrame(loop_rows), LOOP_COLUMNS)
     gpus = [v.id for v in variants if v.on_gpu]
     cpus = [v.id for v in variants if v.kind == "cpu"]
@@ -210,10 +212,13 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     pairs = _paired_rows(results)
     tables["paired"] = paired.shares(pairs, summary)
     tables["paired_members"] = paired.members(pairs, summary)
+    tables["verdicts"] = paired.verdicts(tables["paired"], tables["paired_members"], summary)
     tables.update(_memory_tables(results, summary, tables["resources"]))
     d2d = tables["bandwidth"].set_index("transfer").median_gbs.get("device_to_device", np.nan)
     tables["transpose"] = transposes.transpose_summary(summary, tables["variants"], d2d)
-    tables["transpose_goal"] = pd.DataFrame([transposes.transpose_goal(tables["transpose"])])
+    tables["transpose_goal"] = pd.DataFrame(
+        [transposes.transpose_goal(tables["transpose"], verdicts=tables["verdicts"])]
+    )
     hierarchy = pd.read_csv(results / "raw" / "hierarchy" / "samples.csv")
     tables.update(memory_levels.hierarchy_tables(hierarchy, gpu))
     tables["device_memory"] = memory_levels.device_memory_table(pd.read_csv(paths.PUBLISHED), gpu)

@@ -142,3 +142,59 @@ def reading(lad: pd.DataFrame, cnt: pd.DataFrame, n: int) -> dict | None:
         "busiest_gflops": float(rate.get(busiest, math.nan)),
         "ahead_gflops": float(rate[ahead]) if ahead else math.nan,
     }
+
+
+CYCLES = "sm__cycles_elapsed.avg"
+DURATION = "gpu__time_duration.sum"
+
+
+def per_cycle(profiles: pd.DataFrame, verdicts: pd.DataFrame, summary: pd.DataFrame, n: int, gpu: dict) -> pd.DataFrame:
+    """The counters and the timing in one unit at n³: for each kernel profiled there, the clock its profiled launch
+    ran at (its own elapsed cycles over its duration: Nsight Compute leaves the clock alone here), its tensor pipe's
+    busy share, its profiled launch's rate over the tensor peak at that clock, and its timed rates each over the
+    tensor peak at the clock NVML reported: the burst rate (its own set, at that set's median clock) and the
+    sustained one (the paired rounds, at their median clock). A rate per cycle compares with a busy share per cycle
+    whatever the clock; a rate per second does not. (NVML's clock moves every 100 ms on an H100: where the cap
+    swings the clock faster, the clock it reports is not the one the kernel ran at, and the timed rate per cycle
+    says so by falling short of the busy share.)"""
+    cols = ["variant", "family", "profile_mhz", "tensor_pipe_pct", "profile_gflops", "profile_of_peak_pct"]
+    cols += ["burst_gflops", "burst_mhz", "burst_of_peak_pct"]
+    cols += ["sustained_gflops", "sustained_mhz", "sustained_of_peak_pct"]
+    p = profiles[(profiles.status == "ok") & (profiles.M == n)] if len(profiles) else profiles
+    if p.empty:
+        return pd.DataFrame(columns=cols)
+    wide = p.pivot_table(index="variant", columns="metric", values="value", aggfunc="first")
+    peak, top = hardware.tensor_bf16_peak(gpu), float(gpu.get("sm_clock_khz") or 0) / 1e3
+    per_mhz = peak / top if top else math.nan  # flop/s per MHz of SM clock
+    v = verdicts[verdicts.M == n].set_index("variant") if len(verdicts) else pd.DataFrame()
+    rows = []
+    for variant, w in wide.iterrows():
+        if PIPE not in w or pd.isna(w.get(PIPE)):
+            continue
+        mhz = float(w[CYCLES]) / float(w[DURATION]) * 1e3 if CYCLES in w and DURATION in w else math.nan
+        p_rate = 2.0 * n**3 / (float(w[DURATION]) * 1e-9) / 1e9 if DURATION in w else math.nan
+        s = summary[(summary.variant == variant) & (summary.M == n) & (summary.N == n) & (summary.K == n)]
+        s = s[(s.timed == "kernel") & (s.memory_mode == "device") & (s.status == "ok")]
+        b_rate = float(s.gflops.iloc[0]) if len(s) else math.nan
+        b_mhz = float(s.sm_clock_mhz.iloc[0]) if len(s) and "sm_clock_mhz" in s else math.nan
+        x = v.loc[variant] if variant in v.index else None
+        paired_here = x is not None and x.regime == "sustained, paired"
+        s_rate = float(x.rate) if paired_here else math.nan
+        s_mhz = float(x.sm_clock_mhz) if paired_here else math.nan
+        rows.append(
+            {
+                "variant": variant,
+                "family": x.family if x is not None else variant,
+                "profile_mhz": mhz,
+                "tensor_pipe_pct": float(w[PIPE]),
+                "profile_gflops": p_rate,
+                "profile_of_peak_pct": 100 * p_rate * 1e9 / (per_mhz * mhz) if mhz == mhz else math.nan,
+                "burst_gflops": b_rate,
+                "burst_mhz": b_mhz,
+                "burst_of_peak_pct": 100 * b_rate * 1e9 / (per_mhz * b_mhz) if b_mhz == b_mhz else math.nan,
+                "sustained_gflops": s_rate,
+                "sustained_mhz": s_mhz,
+                "sustained_of_peak_pct": 100 * s_rate * 1e9 / (per_mhz * s_mhz) if s_mhz == s_mhz else math.nan,
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)

@@ -65,6 +65,13 @@ def _gpu(a: Archived) -> str:
     return (a.provenance.get("gpu") or {}).get("name", a.name).replace("NVIDIA ", "")
 
 
+def _share(b: dict) -> str:
+    """A best share as the README's table says it: the share, its 95% interval where it was paired, the kernel."""
+    if b["regime"] == "sustained, paired":
+        return f"{b['share']:.1%} ± {50 * (b['high'] - b['low']):.1f} (`{b['variant']}`, paired)"
+    return f"{b['share']:.1%} (`{b['variant']}`)"
+
+
 def headline_table(runs: list[Archived]) -> str:
     """The README's table: the headline numbers of every archive, one column each."""
     rows: dict[str, list[str]] = {}
@@ -74,15 +81,21 @@ def headline_table(runs: list[Archived]) -> str:
 
     for k, a in enumerate(runs):
         t = a.tables
+        v = t.get("verdicts")
         for n in (4096, 8192):
-            b = headlines.best_share(t["summary"], n)
+            b = headlines.best_share(t["summary"], n, verdicts=v)
             if b:
                 what = f"Fastest hand-written FP32 kernel, share of cuBLAS at {n}³"
-                put(what, k, f"{b['share']:.1%} (`{b['variant']}`)")
+                put(what, k, _share(b))
         for n in (4096, 8192):  # the race on the tensor cores: "—" for an archive that predates it
-            b = headlines.best_share(t["summary"], n, "matmul_bf16")
+            b = headlines.best_share(t["summary"], n, "matmul_bf16", verdicts=v)
             what = f"Fastest hand-written BF16 kernel, share of cuBLAS BF16 at {n}³ (tensor cores)"
-            put(what, k, f"{b['share']:.1%} (`{b['variant']}`)" if b else "not in this archive")
+            put(what, k, _share(b) if b else "not in this archive")
+        for race, op in (("fp32", "FP32"), ("bf16", "BF16")):
+            e = headlines.efficiency(v, race)
+            if e:
+                what = f"Most energy-efficient hand-written {op} kernel, {e['unit']} against the library's"
+                put(what, k, f"{e['ratio']:.2f}× (`{e['variant']}`, {e['hand']:,.0f} {e['unit']} at {e['n']}³)")
         g = t["transpose_goal"]
         if len(g) and str(g.measured.iloc[0]) == "True":
             g = g.iloc[0]

@@ -262,12 +262,21 @@ second on the tensor cores (BF16) against cuBLAS BF16.</p>
     )
 
 
+def _anchor(heading: str) -> str:
+    """A method note's anchor: its heading's first word, lower case (#power, #clocks, #timing)."""
+    return heading.split()[0].lower().strip(",:")
+
+
 def run_page(tables: Path, source: dict) -> str:
     """The run page's body: method notes, settings a replay did not use, variants, profiles, provenance."""
-    names = ("samples", "summary", "verification", "profile_summary", "overhead", "variants")
+    names = ("samples", "summary", "verification", "profile_summary", "overhead", "variants", "verdicts")
     t = {name: _read(tables, name) for name in names}  # variants: what each profiled kernel computes
     t["source"] = source
-    notes = "\n".join(f"<h3>{html.escape(h)}</h3><p>{html.escape(text)}</p>" for h, text in method.all_notes(t) if text)
+    notes = "\n".join(
+        f'<h3 id="{_anchor(h)}">{html.escape(h)}</h3><p>{html.escape(text)}</p>'
+        for h, text in method.all_notes(t)
+        if text
+    )
     ds = source.get("data_source", {})
     differs = ds.get("config_differs") or []
     config_note = (

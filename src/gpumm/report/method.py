@@ -164,19 +164,64 @@ def clocks(tables: dict) -> str:
     unread = len(s) - len(read)
     top = read.sm_clock_min_mhz.max() if len(read) else float("nan")
     below = read[read.sm_clock_min_mhz < top]
+    why = []
+    if "kind" not in s:  # a summary without the kind of each variant: say both
+        why = [f"{unread:,}: CPU baselines and sets of runs that predate it"] if unread else []
+    else:
+        cpu = int(((s.kind == "cpu") & s.sm_clock_min_mhz.isna()).sum())
+        if cpu:
+            why.append(f"{cpu:,}: CPU baselines" if cpu == unread else f"{cpu:,} CPU baselines")
+        if unread - cpu > 0:
+            why.append(f"{unread - cpu:,} sets of runs that predate the record")
     text = (
         f"The SM clock was read during {len(read):,} of the {len(s):,} timed sets"
-        + (f" (not during {unread:,}: CPU baselines and sets of runs that predate it)" if unread else "")
+        + (f" (not during {', '.join(why)})" if why else "")
         + f"; its lowest reading was the maximum, {top:.0f} MHz, in {len(read) - len(below):,} of them"
     )
     if len(below):
         text += f", and lower in {len(below):,} (down to {below.sm_clock_min_mhz.min():.0f} MHz)"
     t = s[s.throttled.astype(str).str.lower() == "true"]
     if t.empty:
-        return text + "; none fell below 98% of the maximum (throttled)."
+        return text + "; no slowdown reason touched any set (none throttled)."
     keys = sorted({(r.variant, int(r.M), int(r.N), int(r.K), r.memory_mode, r.timed) for r in t.itertuples()})
     names = "; ".join(f"{v} at {m}×{n}×{k} ({mode}, {timed})" for v, m, n, k, mode, timed in keys)  # sizes in order
-    return text + f". {len(t)} sets fell below 98% of the maximum and are marked throttled: {names}."
+    sets = "1 set" if len(t) == 1 else f"{len(t)} sets"
+    return text + f". {sets} ran throttled (what that means: the power note below): {names}."
+
+
+def power_note(tables: dict) -> str:
+    """What throttled means, how many sets ran at the cap, and how the races' comparisons were made."""
+    from gpumm.analyse import power
+
+    s = tables.get("summary", pd.DataFrame())
+    if "throttled" not in s:
+        return ""
+    c = power.cap_counts(s)
+    text = (
+        "A set is throttled when any slowdown reason touched it: the power cap (NVML's clock-event reason, or its "
+        "violation counter, which counts the nanoseconds the power policy held the clock down and so sees the cap's "
+        "fast swings that a clock polled every few milliseconds misses), a thermal or hardware slowdown, or an SM "
+        f"clock below 98% of the maximum. Of the {c['sets']:,} timed sets with clocks, {c['throttled']:,} ran "
+        f"throttled: {c['power_cap']:,} by the power cap ({c['at_cap']:,} at the cap for half the set or more), "
+        f"{c['thermal']:,} by a thermal limit, {c['clock_only']:,} by a low clock alone. Every set records its board "
+        "power (mean and peak of NVML's 20 ms power samples, for sets of 0.1 s or more), the energy counter's change, "
+        "and the share of its time the power and thermal policies held the clock down."
+    )
+    v = tables.get("verdicts", pd.DataFrame())
+    if v is not None and len(v):
+        sizes = "; ".join(
+            f"{race} at {', '.join(str(int(n)) for n in sorted(g.M.unique()))}" for race, g in v.groupby("race")
+        )
+        paired_n = int((v.regime == "sustained, paired").sum())
+        text += (
+            f" The races' comparisons were paired ({sizes}): each rung and its reference timed in alternation, rounds "
+            "of one short block of every kernel back to back, the order reversed every other round, after the card had "
+            "reached its sustained state; each share is the geometric mean of the rounds' ratios, its 95% interval "
+            f"that of ten batches of consecutive rounds ({paired_n} kernels and sizes). A rung below half its "
+            "reference's rate was timed alone for its power only, and its shares, like every share at other sizes, "
+            "come from the two kernels' own sets, marked on the page where one set ran throttled and the other not."
+        )
+    return text
 
 
 def residency() -> str:
@@ -197,7 +242,7 @@ def throttled_among(tables: dict, df: pd.DataFrame) -> str:
     if hit.empty:
         return ""
     what = "; ".join(sorted({f"{r.variant} at {r.M}" for r in hit.itertuples()}))
-    return f"Throttled (SM clock below 98% of its maximum during the set): {what}."
+    return f"Throttled sets in this table (a slowdown reason touched the set: run page, Power): {what}."
 
 
 def all_notes(tables: dict) -> list[tuple[str, str]]:
@@ -207,5 +252,6 @@ def all_notes(tables: dict) -> list[tuple[str, str]]:
         ("Checks", checks(tables)),
         ("Profiles", profiles(tables)),
         ("Clocks", clocks(tables)),
+        ("Power and paired comparisons", power_note(tables)),
         ("Units", labels.UNITS_NOTE),
     ]

@@ -64,9 +64,14 @@ class Ratio:
         return 100 * (self.high - self.low)
 
 
-def ratio(num_ms: Iterable[float], den_ms: Iterable[float]) -> Ratio:
+def ratio(num_ms: Iterable[float], den_ms: Iterable[float], batches: int = 0) -> Ratio:
     """The paired ratio ``num / den`` of per-launch times, round by round: for the share of kernel a in kernel b's
-    rate pass b's times as ``num`` and a's as ``den``. Rounds where either time is missing (NaN) are left out."""
+    rate pass b's times as ``num`` and a's as ``den``. Rounds where either time is missing (NaN) are left out.
+
+    ``batches``: the interval from the means of that many runs of consecutive rounds (batch means) instead of from
+    the rounds themselves. Where consecutive rounds are correlated (a kernel whose own speed drifts over a second,
+    as bf16_pingpong's at the cap did on an H100) the rounds' interval is too narrow and the batches' is not; for
+    independent rounds the two agree. Used where there are at least two rounds per batch."""
     logs = [math.log(n / d) for n, d in zip(num_ms, den_ms) if n == n and d == d and n > 0 and d > 0]
     n = len(logs)
     if n == 0:
@@ -74,7 +79,11 @@ def ratio(num_ms: Iterable[float], den_ms: Iterable[float]) -> Ratio:
     mean = statistics.fmean(logs)
     if n < 2:
         return Ratio(math.exp(mean), math.nan, math.nan, n)
-    half = t95(n - 1) * statistics.stdev(logs) / math.sqrt(n)
+    values = logs
+    if batches >= 2 and n >= 2 * batches:
+        size = n // batches
+        values = [statistics.fmean(logs[i * size : (i + 1) * size]) for i in range(batches)]
+    half = t95(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
     return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n)
 
 

@@ -55,6 +55,7 @@ TABLE_NAMES = (
     "tuning",
     "paired",
     "paired_members",
+    "verdicts",
 )
 
 # Relative to the working directory of a run (the Snakemake workdir).
