@@ -240,3 +240,15 @@ def test_the_comparison_page_takes_each_runs_paired_share(tmp_path):
         ]
     )  # fmt: skip
     assert compare.shares_of_cublas(t).at["bf16_cluster", "x"] == 1.02  # the paired share, not 700/600
+
+
+def test_a_claim_on_two_sets_in_different_power_states_says_so():
+    from gpumm.analyse import claims
+
+    rows = [("naive", 16384, 1800.0, 1800.0, True, 60.0), ("unrolled", 16384, 620.0, 620.0, False, 0.0),
+            ("cublas", 16384, 164.0, 160.0, False, 0.0)]  # fmt: skip
+    s = summary_sets(rows).assign(op="matmul", kind=["cuda", "cuda", "cublas"])
+    a, b = claims.s1_c1(s)
+    assert a["note"].startswith("unpaired; naive throttled") and b["note"] == ""
+    v = claims.verdicts(pd.DataFrame([a, b]))
+    assert "naive throttled" in v[v.part == "a"].detail.iloc[0] and "throttled" not in v[v.part == "b"].detail.iloc[0]

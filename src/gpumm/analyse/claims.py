@@ -13,6 +13,8 @@ import math
 
 import pandas as pd
 
+from gpumm.analyse import power
+
 CASE_COLUMNS = ["claim", "part", "statement", "variant", "size", "value", "unit", "rule", "threshold", "holds", "note"]
 VERDICT_COLUMNS = ["claim", "part", "statement", "test", "cases", "held", "verdict", "detail", "page", "anchor"]
 HOLDS, IN_PART, NOT, UNTESTED = "holds", "holds in part", "does not hold", "not tested"
@@ -124,9 +126,11 @@ def s1_c1(summary: pd.DataFrame, best: str = "unrolled", naive: str = "naive") -
         return []
     n = int(both.index.max())
     speedup, share = both.at[n, best] / both.at[n, naive], both.at[n, best] / both.at[n, "cublas"]
+    # two kernels' own sets: where one ran throttled and the other not, the case says so (gpumm.analyse.power)
+    marks = [power.mark(summary, best, other, (n, n, n)) for other in (naive, "cublas")]
     return [
-        _case("S1-C1", "a", STATEMENTS["S1-C1", "a"], best, n, speedup, "×", ">", 15),
-        _case("S1-C1", "b", STATEMENTS["S1-C1", "b"], best, n, share, "share", "within", ABOUT_HALF),
+        _case("S1-C1", "a", STATEMENTS["S1-C1", "a"], best, n, speedup, "×", ">", 15, marks[0]),
+        _case("S1-C1", "b", STATEMENTS["S1-C1", "b"], best, n, share, "share", "within", ABOUT_HALF, marks[1]),
     ]
 
 
@@ -314,11 +318,13 @@ def _where(g: pd.DataFrame) -> str:
             + (f" at {int(d['size'].iloc[0])}" if d["size"].nunique() == 1 else "")
         )
 
+    marks = [n for n in dict.fromkeys(g.note) if isinstance(n, str) and n.startswith("unpaired")]
+    tail = (" (" + "; ".join(marks) + ")") if marks else ""  # two sets in different power states (S1-C1)
     if len(missed) == 0:
-        return said(held)
+        return said(held) + tail
     if len(held) == 0:
-        return said(missed)
-    return f"{said(held)}; not {said(missed)}"
+        return said(missed) + tail
+    return f"{said(held)}; not {said(missed)}{tail}"
 
 
 def verdicts(c: pd.DataFrame) -> pd.DataFrame:

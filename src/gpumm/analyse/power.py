@@ -68,11 +68,22 @@ def _set(summary: pd.DataFrame, variant: str, shape, mode: str = "device", timed
     return s.iloc[0] if len(s) else None
 
 
-def compare(summary: pd.DataFrame, a: str, b: str, shape, mode: str = "device", timed: str = "kernel") -> dict:
-    """The unpaired share of set ``a`` in set ``b``'s rate at ``shape`` (b's median time over a's), and whether the
-    two ran in different power states (``mixed``): then also the share over their first five samples, and each
-    set's state in words. Empty values where either set is missing."""
-    ra, rb = _set(summary, a, shape, mode, timed), _set(summary, b, shape, mode, timed)
+def compare(
+    summary: pd.DataFrame,
+    a: str,
+    b: str,
+    shape,
+    mode: str = "device",
+    timed: str = "kernel",
+    b_mode: str | None = None,
+    b_timed: str | None = None,
+) -> dict:
+    """The unpaired share of set ``a`` in set ``b``'s rate at ``shape`` (b's median time over a's; b in ``b_mode``
+    and ``b_timed`` where given, else a's), and whether the two ran in different power states (``mixed``): then
+    also the share over their first five samples, and each set's state in words. Empty values where either set
+    is missing."""
+    ra = _set(summary, a, shape, mode, timed)
+    rb = _set(summary, b, shape, b_mode or mode, b_timed or timed)
     if ra is None or rb is None:
         return {"share": math.nan, "mixed": False, "burst_share": math.nan, "a_state": "", "b_state": ""}
     if "median_ms" in ra and "median_ms" in rb:
