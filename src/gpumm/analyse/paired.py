@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from gpumm.analyse import power
 from gpumm.run import pairing
 from gpumm.setup import columns
 
@@ -48,21 +49,9 @@ def rows_of(raw: pd.DataFrame) -> pd.DataFrame:
 
 def _set_ms(summary: pd.DataFrame, variant: str, shape) -> tuple[float, float, float]:
     """(median ms, burst median ms, burst IQR %) of a variant's kernel set at ``shape`` in device memory."""
-    if summary is None or summary.empty:
+    r = power.set_row(summary, variant, shape) if summary is not None and len(summary) else None
+    if r is None:
         return math.nan, math.nan, math.nan
-    M, N, K = shape
-    s = summary[
-        (summary.variant == variant)
-        & (summary.M == M)
-        & (summary.N == N)
-        & (summary.K == K)
-        & (summary.memory_mode == "device")
-        & (summary.timed == "kernel")
-        & (summary.status == "ok")
-    ]
-    if s.empty:
-        return math.nan, math.nan, math.nan
-    r = s.iloc[0]
     return (float(r.median_ms), float(r.get("burst_median_ms", math.nan)), float(r.get("burst_iqr_pct", math.nan)))
 
 
@@ -217,7 +206,6 @@ def verdicts(shares_table: pd.DataFrame, members_table: pd.DataFrame, summary: p
     it and whether the two differ beyond their spread) or, for a rung the step timed for its energy only or left
     out, from the two kernels' own sets (with the mark of :func:`gpumm.analyse.power.mark` where their power states
     differ); its rate, power and work per joule, and the group's clock and capped share over the rounds."""
-    from gpumm.analyse import power
     from gpumm.setup import catalog
 
     fams = catalog.load()
@@ -255,7 +243,7 @@ def verdicts(shares_table: pd.DataFrame, members_table: pd.DataFrame, summary: p
                 if row["rate"] != row["rate"]:
                     row["rate"] = r.set_rate
                 if row["rate"] != row["rate"]:  # not even checked here (left out): its own set's rate
-                    mine_set = power._set(summary, r.variant, shape)
+                    mine_set = power.set_row(summary, r.variant, shape)
                     if mine_set is not None:
                         row["rate"] = float(mine_set.gbs if r.op in ("transpose", "copy") else mine_set.gflops)
             below = str(fams.get(r.family, {}).get("rung_below") or "")

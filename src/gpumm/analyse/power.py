@@ -54,7 +54,10 @@ def states(summary: pd.DataFrame) -> pd.Series:
     return pd.Series([state(r) for _, r in summary.iterrows()], index=summary.index, dtype=object)
 
 
-def _set(summary: pd.DataFrame, variant: str, shape, mode: str = "device", timed: str = "kernel") -> pd.Series | None:
+def set_row(
+    summary: pd.DataFrame, variant: str, shape, mode: str = "device", timed: str = "kernel"
+) -> pd.Series | None:
+    """The summary's row of one verified set (variant, shape (M, N, K), memory mode, what was timed), or None."""
     M, N, K = shape
     s = summary[
         (summary.variant == variant)
@@ -82,8 +85,8 @@ def compare(
     and ``b_timed`` where given, else a's), and whether the two ran in different power states (``mixed``): then
     also the share over their first five samples, and each set's state in words. Empty values where either set
     is missing."""
-    ra = _set(summary, a, shape, mode, timed)
-    rb = _set(summary, b, shape, b_mode or mode, b_timed or timed)
+    ra = set_row(summary, a, shape, mode, timed)
+    rb = set_row(summary, b, shape, b_mode or mode, b_timed or timed)
     if ra is None or rb is None:
         return {"share": math.nan, "mixed": False, "burst_share": math.nan, "a_state": "", "b_state": ""}
     if "median_ms" in ra and "median_ms" in rb:

@@ -20,12 +20,7 @@ def _plan(text: str) -> dict:
 
     from gpumm.setup import config
 
-    try:
-        given = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
-    if not isinstance(given, dict):
-        raise argparse.ArgumentTypeError("not allowed: the config's coalescing section, a JSON object")
+    given = _json_object("the config's coalescing section")(text)
     plan = config.defaults("coalescing") | given
     problem = config.explain_sections(coalescing=plan)
     if problem:
