@@ -104,6 +104,16 @@ def test_command_line_and_file_give_one_verdict(cfg):
     assert config.coerce({"sizes": ["16", "4k"]})["sizes"] == [16, "4k"]  # '4k' left for the check to name
 
 
+def test_a_shapes_positions_are_coerced_as_the_schema_types_them(cfg):
+    """--config 'bf16={shapes: [[64, 64, 128]]}' reaches the workflow as strings; each position of the shape has
+    its own schema (prefixItems): the valid shape is accepted, a K that is not a multiple of 8 refused by name."""
+    cfg = {**copy.deepcopy(cfg), "bf16": {"shapes": [["64", "64", "128"]]}}
+    assert config.coerce(cfg)["bf16"]["shapes"] == [[64, 64, 128]] and config.explain(cfg) is None
+    bad = config.coerce({**copy.deepcopy(cfg), "bf16": {"shapes": [["64", "64", "12"]]}})
+    msg = config.explain(bad)
+    assert msg is not None and "bf16.shapes" in msg and "12" in msg
+
+
 def test_narrowing_a_family_takes_its_memory_study_entries_with_it(cfg):
     """tiled: {TILE: [8]} leaves tiled_tile16 out; its memory-study entry goes with it, as under `only`, while a
     name that is no variant at all is still refused, naming the key the user wrote."""

@@ -32,7 +32,9 @@ def _key(path) -> str:
 
 def coerce(config, sch: dict | None = None):
     """Turn the strings Snakemake's ``--config`` makes of list items ('[16,32]' gives ['16', '32']) into the
-    integers, numbers and booleans the schema asks for, in place; anything else is left for the schema check.
+    integers, numbers and booleans the schema asks for, in place, following every keyword that gives a value's
+    type (``properties``, ``additionalProperties``, ``items``, ``prefixItems``, ``oneOf`` and ``anyOf``); anything
+    else is left for the schema check.
     """
     sch = schema() if sch is None else sch
     if isinstance(config, dict):
@@ -42,9 +44,10 @@ def coerce(config, sch: dict | None = None):
             config[key] = coerce(config[key], sub)
         return config
     if isinstance(config, list):
+        first = sch.get("prefixItems", [])  # a tuple's positions have their own types ([M, N, K] of a bf16 shape)
         items = sch.get("items", {})
         for i, item in enumerate(config):
-            config[i] = coerce(item, items)
+            config[i] = coerce(item, first[i] if i < len(first) else items if isinstance(items, dict) else {})
         return config
     if isinstance(config, str):
         types = _types(sch)
