@@ -111,3 +111,34 @@ def test_the_command_imports_or_says_why_in_one_line(tmp_path, monkeypatch):
     )
     assert out.returncode == 2 and "Traceback" not in out.stderr and str(bad) in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_only_nvprofs_own_preamble_and_headers_are_read(tmp_path):
+    """Issue 37: one '==1==' line and another tool's header is not nvprof's output, nor is nvprof's preamble with
+    a header nvprof never writes."""
+    f = tmp_path / "other.csv"
+    f.write_text("==1== hello\nMetric Name,Value\nipc,1.5\n")
+    with pytest.raises(nvprof.NvprofError, match="not nvprof's"):
+        nvprof.import_file(f, "naive")
+    f.write_text('==1== NVPROF is profiling process 1, command: ./a\n"Metric Name","Value"\n"ipc","1.5"\n')
+    with pytest.raises(nvprof.NvprofError, match=r"no table of a layout this importer reads \(its header: Metric"):
+        nvprof.import_file(f, "naive")
+
+
+@pytest.mark.parametrize("bad", ["-1", "nan", "1e308", "inf", "101.000000%"])
+def test_an_impossible_value_is_refused_with_its_row(tmp_path, bad):
+    """A count or a percentage no profiler writes (-1, NaN, 1e308, infinity, 101% of a share) stops the import,
+    naming the file, its row and the metric; an efficiency above 100% (nvprof's own ratio) passes."""
+    text = (FIX / "magus_matrixMul_gtx1080ti_metrics.csv").read_text().splitlines()
+    row = next(i for i, line in enumerate(text) if '"achieved_occupancy"' in line or '"sm_efficiency"' in line)
+    name = "achieved_occupancy" if '"achieved_occupancy"' in text[row] else "sm_efficiency"
+    fields = text[row].rsplit(",", 1)
+    text[row] = f"{fields[0]},{bad}"
+    f = tmp_path / "bad.csv"
+    f.write_text("\n".join(text) + "\n")
+    with pytest.raises(nvprof.NvprofValueError) as err:
+        nvprof.import_file(f, "naive")
+    msg = str(err.value)
+    assert str(f) in msg and f"row {row + 1} ({name}" in msg and "\n" not in msg
+    assert any(r.nvprof_metric == "shared_efficiency" and r.value > 100 for r in
+               nvprof.import_file(FIX / "magus_matrixMul_gtx1080ti_metrics.csv", "naive").itertuples())  # fmt: skip

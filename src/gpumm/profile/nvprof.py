@@ -77,6 +77,13 @@ class NvprofError(ValueError):
     """The file is not nvprof CSV output; the message names the file and what was expected."""
 
 
+class NvprofValueError(NvprofError):
+    """nvprof's layout, but a value no profiler writes; the message names the file, the row and the metric."""
+
+
+RATIO_PCT_MAX = 1000  # the most an nvprof *_efficiency (requested over required throughput) is taken to reach
+
+
 def value(text: str) -> tuple[float, str]:
     """(number, unit) of an nvprof value: '85.2%' -> (85.2, '%'); '12.5GB/s' -> (12.5e9, 'byte/second');
     '"High (7)"' -> (7, 'level'); '8.192000e+03' -> (8192.0, ''); '' -> (nan, '')."""
@@ -108,24 +115,67 @@ def _tables(text: str) -> list[list[list[str]]]:
     return [list(csv.reader(io.StringIO("\n".join(t)))) for t in tables]
 
 
+# the headers nvprof writes, column for column, in each layout it has (the summary's Type column came with CUDA 9;
+# newer event tables add Total)
+HEADERS = {
+    "metrics": [["Device", "Kernel", "Invocations", "Metric Name", "Metric Description", "Min", "Max", "Avg"]],
+    "events": [
+        ["Device", "Kernel", "Invocations", "Event Name", "Min", "Max", "Avg"],
+        ["Device", "Kernel", "Invocations", "Event Name", "Min", "Max", "Avg", "Total"],
+    ],
+    "trace": [
+        ["Start", "Duration", "Grid X", "Grid Y", "Grid Z", "Block X", "Block Y", "Block Z", "Registers Per Thread",
+         "Static SMem", "Dynamic SMem", "Size", "Throughput", "Device", "Context", "Stream", "Name"],
+        ["Start", "Duration", "Grid X", "Grid Y", "Grid Z", "Block X", "Block Y", "Block Z", "Registers Per Thread",
+         "Static SMem", "Dynamic SMem", "Size", "Throughput", "SrcMemType", "DstMemType", "Device", "Context",
+         "Stream", "Name", "Correlation_ID"],
+    ],
+    "summary": [
+        ["Type", "Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name"],
+        ["Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name"],
+    ],
+}  # fmt: skip
+_PREAMBLE = re.compile(r"^==\d+== (NVPROF is profiling process \d+|Profiling application: )")
+
+
 def kind(text: str) -> str:
-    """metrics | events | trace | summary; NvprofError for anything else."""
+    """metrics | events | trace | summary; NvprofError for anything else: nvprof's preamble (``==PID== NVPROF is
+    profiling process ...`` or ``==PID== Profiling application: ...``) and one of its headers, column for column."""
     head = text.splitlines()[:20]
     if any(line.startswith("==PROF==") for line in head):
         raise NvprofError("not nvprof output: Nsight Compute's ('==PROF==' lines), which the profile step reads itself")
     if not any(re.match(r"==\d+==", line) for line in head):
         raise NvprofError("not nvprof output: no '==PID==' header lines")
+    if not any(_PREAMBLE.match(line) for line in head):
+        raise NvprofError("not nvprof output: '==PID==' lines, but not nvprof's ('NVPROF is profiling process')")
+    seen = []
     for table in _tables(text):
         header = table[0] if table else []
-        if "Metric Name" in header:
-            return "metrics"
-        if "Event Name" in header:
-            return "events"
-        if header[:2] == ["Start", "Duration"]:
-            return "trace"
-        if "Time(%)" in header:
-            return "summary"
-    raise NvprofError("nvprof output, but with no table of a layout this importer reads")
+        for k, known in HEADERS.items():
+            if header in known:
+                return k
+        seen.append(header)
+    said = f" (its header: {','.join(seen[0][:6])}{',...' if len(seen[0]) > 6 else ''})" if seen and seen[0] else ""
+    raise NvprofError("nvprof output, but with no table of a layout this importer reads" + said)
+
+
+def _check(rows: list[dict], lines: dict) -> list[dict]:
+    """Refuse a value nvprof does not write: missing or not a number, not finite, negative, past 2^63, a
+    percentage above 100 (an efficiency above RATIO_PCT_MAX) (NvprofValueError naming the row of the file, the
+    metric and the kernel)."""
+    for r in rows:
+        v, unit, name = r["value"], r.get("unit", ""), r["nvprof_metric"]
+        where = f"row {lines.get(id(r), '?')} ({name}, kernel {r['kernel'][:60]!r})"
+        if v != v or math.isinf(v) or v < 0 or v >= 2.0**63:
+            raise NvprofValueError(
+                f"{where}: {v!r} is not a value nvprof writes there (a time, count or rate: a finite number, 0 or more)"
+            )
+        # an efficiency is a ratio of requested to required throughput, which nvprof reports above 100% (shared
+        # memory's 132% for the SDK's matrixMul on a GTX 1080 Ti); every other percentage is a share of a whole
+        top = RATIO_PCT_MAX if name.endswith("_efficiency") else 100
+        if unit == "%" and v > top:
+            raise NvprofValueError(f"{where}: {v!r}% is not possible (a percentage of this kind is 0 to {top})")
+    return rows
 
 
 def _kernel(name: str) -> str:
@@ -134,33 +184,46 @@ def _kernel(name: str) -> str:
 
 
 def parse(text: str) -> list[dict]:
-    """Tidy rows (kernel, invocations, metric, value, unit, nvprof_metric) of nvprof CSV text."""
+    """Tidy rows (kernel, invocations, metric, value, unit, nvprof_metric) of nvprof CSV text, every value checked
+    (:func:`_check`)."""
     k = kind(text)
-    table = next(t for t in _tables(text) if t and _is(k, t[0]))
+    table = next(t for t in _tables(text) if t and t[0] in HEADERS[k])
     header, body = table[0], table[1:]
+    first = _first_line(text, table)
     if k in ("metrics", "events"):
-        return _aggregates(header, body, "Metric Name" if k == "metrics" else "Event Name")
-    units = dict(zip(header, body[0])) if body else {}
-    return _trace(header, body[1:], units) if k == "trace" else _summary(header, body[1:], units)
+        rows = _aggregates(header, body, "Metric Name" if k == "metrics" else "Event Name")
+        offset = 1
+    else:
+        units = dict(zip(header, body[0])) if body else {}
+        rows = _trace(header, body[1:], units) if k == "trace" else _summary(header, body[1:], units)
+        offset = 2
+    lines = {id(r): first + offset + r.pop("_row") for r in rows}
+    return _check(rows, lines)
 
 
-def _is(k: str, header: list[str]) -> bool:
-    return {
-        "metrics": "Metric Name" in header,
-        "events": "Event Name" in header,
-        "trace": header[:2] == ["Start", "Duration"],
-        "summary": "Time(%)" in header,
-    }[k]
+def _first_line(text: str, table: list[list[str]]) -> int:
+    """The line number (from 1) of a table's header in the file."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("==") and line.strip() and next(csv.reader([line])) == table[0]:
+            return i + 1
+    return 0
 
 
 def _aggregates(header, body, name_col) -> list[dict]:
     rows, by_kernel = [], {}
-    for rec in (dict(zip(header, r)) for r in body if len(r) >= len(header)):
+    for at, rec in ((i, dict(zip(header, r))) for i, r in enumerate(body) if len(r) >= len(header)):
         name = rec[name_col]
         v, unit = value(rec.get("Avg", ""))
         kernel = _kernel(rec.get("Kernel", ""))
         inv = int(float(rec.get("Invocations") or 0))
-        base = {"kernel": kernel, "device": rec.get("Device", ""), "invocations": inv, "nvprof_metric": name}
+        base = {
+            "kernel": kernel,
+            "device": rec.get("Device", ""),
+            "invocations": inv,
+            "nvprof_metric": name,
+            "_row": at,
+        }
         rows.append({**base, "metric": f"nvprof:{name}", "value": v, "unit": unit})
         by_kernel.setdefault(kernel, {})[name] = (v, base)
         if name in MAPPING:
@@ -185,11 +248,11 @@ def _aggregates(header, body, name_col) -> list[dict]:
 def _trace(header, body, units) -> list[dict]:
     rows = []
     launch = 0
-    for rec in (dict(zip(header, r)) for r in body if len(r) >= len(header)):
+    for at, rec in ((i, dict(zip(header, r))) for i, r in enumerate(body) if len(r) >= len(header)):
         if not rec.get("Grid X", "").strip():  # a copy or a memset, not a kernel
             continue
         kernel = _kernel(rec.get("Name", ""))
-        base = {"kernel": kernel, "device": rec.get("Device", ""), "invocations": 1, "launch": launch}
+        base = {"kernel": kernel, "device": rec.get("Device", ""), "invocations": 1, "launch": launch, "_row": at}
         duration, _ = value(rec.get("Duration", ""))
         scale = _TIME_NS.get(units.get("Duration", ""), math.nan)
         rows.append(
@@ -222,13 +285,13 @@ def _trace(header, body, units) -> list[dict]:
 
 def _summary(header, body, units) -> list[dict]:
     rows = []
-    for rec in (dict(zip(header, r)) for r in body if len(r) >= len(header)):
+    for at, rec in ((i, dict(zip(header, r))) for i, r in enumerate(body) if len(r) >= len(header)):
         name = rec.get("Name", "")
         if name.startswith("[CUDA") or rec.get("Type", "GPU activities") != "GPU activities":
             continue
         avg, _ = value(rec.get("Avg", ""))
         calls = int(float(rec.get("Calls") or 0))
-        base = {"kernel": _kernel(name), "device": "", "invocations": calls, "nvprof_metric": "Avg"}
+        base = {"kernel": _kernel(name), "device": "", "invocations": calls, "nvprof_metric": "Avg", "_row": at}
         scale = _TIME_NS.get(units.get("Avg", ""), math.nan)
         rows.append({**base, "metric": "gpu__time_duration.sum", "value": avg * scale, "unit": "ns"})
     return rows
@@ -245,6 +308,8 @@ def import_file(path: Path, variant: str, size: int | None = None, kernel: str |
         raise NvprofError(f"{path}: cannot read it ({exc.strerror})") from None
     try:
         rows = parse(text)
+    except NvprofValueError as exc:
+        raise NvprofValueError(f"{path}: {exc}") from None
     except NvprofError as exc:
         raise NvprofError(f"{path}: {exc}; expected {EXPECTED}") from None
     if kernel:
