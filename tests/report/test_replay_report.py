@@ -37,6 +37,21 @@ def test_replay_never_probes_and_measure_insists():
         gpu.decide("measure", "auto", fake_probe(False))
 
 
+def test_with_no_gpu_the_probe_says_so_before_naming_cupy(monkeypatch):
+    """Issue 37: with no GPU, `mode: measure` names the missing GPU first, not only the missing CuPy; with a GPU
+    and no CuPy, CuPy alone."""
+    from types import SimpleNamespace
+
+    answer = json.dumps({"ok": False, "reason": "CuPy is not installed (ModuleNotFoundError)"})
+    monkeypatch.delenv(gpu.FAKE_ENV, raising=False)
+    monkeypatch.setattr(gpu.subprocess, "run", lambda *a, **k: SimpleNamespace(stdout=answer + "\n", stderr=""))
+    monkeypatch.setattr(gpu, "nvidia_present", lambda: False)
+    with pytest.raises(RuntimeError, match=r"no usable CUDA GPU: no NVIDIA GPU on this machine .*; CuPy is not"):
+        gpu.decide("measure", "auto")
+    monkeypatch.setattr(gpu, "nvidia_present", lambda: True)
+    assert gpu.probe().reason == "CuPy is not installed (ModuleNotFoundError)"
+
+
 def test_slug():
     assert reference.slug("NVIDIA H100 80GB HBM3") == "h100-80gb-hbm3"
     assert reference.slug("NVIDIA H200") == "h200"

@@ -90,7 +90,27 @@ def probe(timeout: float = 120) -> Probe:
         return Probe(False, f"the GPU probe did not answer within {timeout:.0f} s")
     except (IndexError, json.JSONDecodeError):
         return Probe(False, "the GPU probe failed: " + (out.stderr.strip().splitlines() or ["no output"])[-1])
-    return Probe(**data)
+    found = Probe(**data)
+    if not found.ok and not nvidia_present():  # the GPU first: without one, CuPy is not what is missing
+        return Probe(False, f"no NVIDIA GPU on this machine (no nvidia-smi, no /dev/nvidia0); {found.reason}")
+    return found
+
+
+def nvidia_present() -> bool:
+    """Whether this machine shows an NVIDIA GPU at all: a device node, or an nvidia-smi that lists one."""
+    import glob
+    import shutil
+
+    if glob.glob("/dev/nvidia[0-9]*"):
+        return True
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "GPU" in out.stdout
 
 
 @dataclass(frozen=True)
