@@ -168,29 +168,6 @@ def _truth(x) -> bool | None:
     return str(x).lower() == "true"
 
 
-def best(shares_table: pd.DataFrame, race: str, n: int) -> pd.Series | None:
-    """The hand-written kernel with the highest sustained share of the reference in race ``race`` at size n (the
-    forward pass), or None where the race was not paired at n."""
-    t = shares_table
-    if t is None or t.empty:
-        return None
-    d = t[(t.race == race) & (t.M == n) & (t.kind == "reference") & (t.order == "forward") & t.share.notna()]
-    return d.loc[d.share.idxmax()] if len(d) else None
-
-
-def best_per_joule(members_table: pd.DataFrame, race: str, n: int) -> tuple[pd.Series, pd.Series] | None:
-    """(the hand-written kernel with the most work per joule in race ``race`` at size n, the reference's row), or
-    None where either has no energy."""
-    m = members_table
-    if m is None or m.empty:
-        return None
-    d = m[(m.race == race) & (m.M == n) & (m.order == "forward") & m.per_joule.notna()]
-    ref, hand = d[d.role == "reference"], d[d.role != "reference"]
-    if ref.empty or hand.empty:
-        return None
-    return hand.loc[hand.per_joule.idxmax()], ref.iloc[0]
-
-
 VERDICT_COLUMNS = ["race", "op", "M", "N", "K", "family", "variant", "role", "status", "reason", "regime", "share"]
 VERDICT_COLUMNS += ["low", "high", "burst_share", "regimes_differ", "set_share", "mark", "rung_below", "gain"]
 VERDICT_COLUMNS += ["gain_low", "gain_high", "gain_regime", "gain_mark", "rate", "burst_rate", "unit", "power_w"]
@@ -261,12 +238,14 @@ def verdicts(shares_table: pd.DataFrame, members_table: pd.DataFrame, summary: p
     return pd.DataFrame(rows).reindex(columns=VERDICT_COLUMNS)
 
 
-def best_verdict(verdicts_table: pd.DataFrame, op: str, n: int) -> pd.Series | None:
+def best_verdict(verdicts_table: pd.DataFrame, op: str | None, n: int) -> pd.Series | None:
     """The hand-written kernel with the highest paired (sustained) share of its race's reference among the races of
-    operation ``op`` at n³ (a transpose's n × n), or None where none was paired there."""
+    operation ``op`` (None: of every race in the table) at n³ (a transpose's n × n), or None where none was paired
+    there."""
     v = verdicts_table
     if v is None or v.empty:
         return None
-    ops = {"transpose": ("transpose", "copy")}.get(op, (op,))
-    d = v[v.op.isin(ops) & (v.M == n) & (v.role != "reference") & (v.regime == PAIRED_REGIME) & v.share.notna()]
+    if op is not None:
+        v = v[v.op.isin({"transpose": ("transpose", "copy")}.get(op, (op,)))]
+    d = v[(v.M == n) & (v.role != "reference") & (v.regime == PAIRED_REGIME) & v.share.notna()]
     return d.loc[d.share.idxmax()] if len(d) else None

@@ -168,18 +168,12 @@ def state(v: pd.DataFrame, limit_w: float | None = None) -> str:
     return ("Over the sustained rounds " + "; ".join(said) + ".") if said else ""
 
 
-def best(v: pd.DataFrame, n: int) -> pd.Series | None:
-    """The hand-written kernel with the highest paired share at n, or None."""
-    d = v[(v.M == n) & (v.role != "reference") & (v.regime == PAIRED) & v.share.notna()]
-    return d.loc[d.share.idxmax()] if len(d) else None
-
-
 def goal_sentence(v: pd.DataFrame, gpu: str, reference: str, goal: float) -> str:
     """The race's verdict: the best rung's sustained, paired share at every paired size, its interval, the burst
     share where it differs, and whether the goal is met by the sustained shares (what the headline uses)."""
     said, met = [], []
     for n in sorted(v.M.unique()):
-        b = best(v, n)
+        b = paired.best_verdict(v, None, n)
         if b is None:
             continue
         words = f"at {int(n)}³, **{b.family}** reaches **{100 * b.share:.1f}%** of {reference} (95% interval "

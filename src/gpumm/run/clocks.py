@@ -111,16 +111,23 @@ def summarise(
         reasons |= s[3]
     reasons &= ~_BENIGN_REASONS
     low = min(sm)
-    capped = any((out.get(k) or 0) > 0 for k in ("power_capped_pct", "thermal_capped_pct"))
+    capped = max((out.get(k) or 0) for k in ("power_capped_pct", "thermal_capped_pct"))
     out.update(
         sm_clock_mhz=statistics.median(sm),
         sm_clock_min_mhz=low,
         mem_clock_mhz=statistics.median(s[1] for s in busy),
         temperature_c=max(s[2] for s in samples),
         clock_reasons=hex(reasons),
-        throttled=bool(reasons & SLOWDOWN) or capped or (bool(max_sm_mhz) and low < THROTTLE_SHARE * max_sm_mhz),
+        throttled=throttled(reasons, capped, low, max_sm_mhz),
     )
     return out
+
+
+def throttled(reasons: int, capped_pct: float, low_mhz: float | None, max_sm_mhz: int | None) -> bool:
+    """The rule: a slowdown reason seen, a violation counter that moved (``capped_pct``: the share of the time a
+    policy held the clock down, NaN where unread), or a clock below THROTTLE_SHARE of the maximum."""
+    low = bool(max_sm_mhz) and low_mhz is not None and low_mhz < THROTTLE_SHARE * max_sm_mhz
+    return bool(reasons & SLOWDOWN) or (capped_pct == capped_pct and capped_pct > 0) or low
 
 
 class _Nvml:
@@ -233,13 +240,6 @@ class Watch:
 
     def power_limit_w(self) -> float | None:
         return self._nvml.power_limit_w() if self._nvml else None
-
-    def counters(self) -> Counters | None:
-        """NVML's counters now (None without NVML)."""
-        return self._nvml.counters() if self._nvml else None
-
-    def energy_mj(self) -> int | None:
-        return self._nvml.energy_mj() if self._nvml else None
 
     def _loop(self):
         # the counters before the set, read here so that the set does not wait for them (the energy counter alone

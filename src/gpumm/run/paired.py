@@ -122,10 +122,10 @@ def _events(k: int):
     return [cupy.cuda.Event() for _ in range(k)]
 
 
-def _energy_phase(members: list[Member], settings: dict, watch: clocks.Watch) -> tuple[list[dict], float]:
+def _energy_phase(members: list[Member], settings: dict, watch: clocks.Watch) -> list[dict]:
     """Each member alone for ``energy_s``, back to back: its board power (NVML's power samples in its span, after
     ``settle_s``), its energy over the counter's whole updates, its median per-launch time, clock, reasons and
-    capped share over its span. Returns (rows, seconds of load)."""
+    capped share over its span: a row per member."""
     import cupy
 
     stream = cupy.cuda.get_current_stream()
@@ -190,12 +190,10 @@ def _energy_phase(members: list[Member], settings: dict, watch: clocks.Watch) ->
                 "sm_clock_min_mhz": min(sm) if sm else math.nan,
                 "clock_reasons": hex(reasons) if inside else "",
                 "power_capped_pct": capped,
-                "throttled": bool(reasons & clocks.SLOWDOWN)
-                or capped > 0
-                or bool(sm and watch.max_sm_mhz and min(sm) < clocks.THROTTLE_SHARE * watch.max_sm_mhz),
+                "throttled": clocks.throttled(reasons, capped, min(sm) if sm else None, watch.max_sm_mhz),
             }
         )
-    return rows, spans[plan[-1][0].id][1] - spans[plan[0][0].id][0]
+    return rows
 
 
 def _rounds(members: list[Member], settings: dict, watch: clocks.Watch, heat_s: float, sustained: bool = True):
@@ -379,7 +377,7 @@ def run_group(
     # state (a first member measured on a cool card ran 150 MHz faster, at 20% more power, on an H100)
     paired = [m for m in members if m.in_rounds]
     heat = _rounds(paired, settings, watch, settings["sustained_after_s"], sustained=False)
-    energy, _ = _energy_phase(members, settings, watch)
+    energy = _energy_phase(members, settings, watch)
     timed = _rounds(paired, settings, watch, 0.0)
     for r in heat + energy + timed:
         rows.append({**base, **info[r["variant"]], **r, "status": "ok"})
