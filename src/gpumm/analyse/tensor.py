@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from gpumm.analyse import hardware, rates
+from gpumm.analyse import hardware, paired, rates
 
 OP = "matmul_bf16"
 REFERENCE = "cublas_bf16"
@@ -178,7 +178,7 @@ def per_cycle(profiles: pd.DataFrame, verdicts: pd.DataFrame, summary: pd.DataFr
         b_rate = float(s.gflops.iloc[0]) if len(s) else math.nan
         b_mhz = float(s.sm_clock_mhz.iloc[0]) if len(s) and "sm_clock_mhz" in s else math.nan
         x = v.loc[variant] if variant in v.index else None
-        paired_here = x is not None and x.regime == "sustained, paired"
+        paired_here = x is not None and x.regime == paired.PAIRED_REGIME
         s_rate = float(x.rate) if paired_here else math.nan
         s_mhz = float(x.sm_clock_mhz) if paired_here else math.nan
         rows.append(

@@ -8,6 +8,8 @@ import math
 
 import pandas as pd
 
+from gpumm.analyse import paired
+
 TRANSPOSE_GOAL = {"size": 8192, "of_copy_kernel": 0.95, "of_device_copy": 0.90}
 
 
@@ -39,13 +41,13 @@ def transpose_goal(table: pd.DataFrame, goal: dict = TRANSPOSE_GOAL, verdicts: p
     else the two kernels' own sets'; the device-to-device copy is the bandwidth study's (``regime`` says which)."""
     t = table[(table.op == "transpose") & (table.status == "ok") & (table.M == table.N) & (table.M >= goal["size"])]
     shares = t.groupby("variant").share_of_copy_kernel.min().dropna()
-    regime = "own sets, unpaired"
+    regime = paired.SET_REGIME
     if verdicts is not None and len(verdicts) and len(t):
         v = verdicts[verdicts.op.isin(["transpose", "copy"]) & (verdicts.role != "reference")]
-        v = v[(v.regime == "sustained, paired") & v.share.notna()]
+        v = v[(v.regime == paired.PAIRED_REGIME) & v.share.notna()]
         v = v[v.M.isin(set(t.M))]
         if len(v) and set(v.M) == set(t.M):
-            shares, regime = v.groupby("variant").share.min(), "sustained, paired"
+            shares, regime = v.groupby("variant").share.min(), paired.PAIRED_REGIME
             t = t.assign(share_of_copy_kernel=[
                 v.set_index(["variant", "M"]).share.get((a, m), math.nan) for a, m in zip(t.variant, t.M)
             ])  # fmt: skip

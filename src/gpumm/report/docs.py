@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpumm.analyse import headlines, tables
+from gpumm.analyse import headlines, paired, tables
 from gpumm.archive import reference
 from gpumm.setup import catalog, paths, yamlfile
 
@@ -67,7 +67,7 @@ def _gpu(a: Archived) -> str:
 
 def _share(b: dict) -> str:
     """A best share as the README's table says it: the share, its 95% interval where it was paired, the kernel."""
-    if b["regime"] == "sustained, paired":
+    if b["regime"] == paired.PAIRED_REGIME:
         return f"{b['share']:.1%} ± {50 * (b['high'] - b['low']):.1f} (`{b['variant']}`, paired)"
     return f"{b['share']:.1%} (`{b['variant']}`)"
 

@@ -191,7 +191,7 @@ def clocks(tables: dict) -> str:
 
 def power_note(tables: dict) -> str:
     """What throttled means, how many sets ran at the cap, and how the races' comparisons were made."""
-    from gpumm.analyse import power
+    from gpumm.analyse import paired, power
 
     s = tables.get("summary", pd.DataFrame())
     if "throttled" not in s:
@@ -212,7 +212,7 @@ def power_note(tables: dict) -> str:
         sizes = "; ".join(
             f"{race} at {', '.join(str(int(n)) for n in sorted(g.M.unique()))}" for race, g in v.groupby("race")
         )
-        paired_n = int((v.regime == "sustained, paired").sum())
+        paired_n = int((v.regime == paired.PAIRED_REGIME).sum())
         text += (
             f" The races' comparisons were paired ({sizes}): each rung and its reference timed in alternation, rounds "
             "of one short block of every kernel back to back, the order reversed every other round, after the card had "
