@@ -51,8 +51,9 @@ def table(v: pd.DataFrame, reference: str, rate_unit: str = "TFLOP/s", rate_scal
         if r.regime != PAIRED or r.role == "reference":
             burst = "—"
         note = r.mark if isinstance(r.mark, str) and r.mark else ""
-        if r.status == "energy only":
-            note = note or "unpaired: below half the reference's rate, timed for its energy only"
+        if r.status == "energy only":  # the step's reason says how far below the reference, and the config's bound
+            why = r.reason.split("energy only: ", 1)[-1] if isinstance(r.reason, str) else ""
+            note = note or f"timed for its energy only: {why}"
         elif r.status == "skipped":
             note = note or (r.reason if isinstance(r.reason, str) else "not paired")
         gain = ""
@@ -63,7 +64,7 @@ def table(v: pd.DataFrame, reference: str, rate_unit: str = "TFLOP/s", rate_scal
             elif isinstance(r.gain_mark, str) and r.gain_mark:
                 gain += f" ({r.gain_mark})"
             else:
-                gain += " (own sets, unpaired)"
+                gain += f" ({paired.SET_REGIME})"
         rows.append(
             {
                 "n": int(r.M),
@@ -83,8 +84,8 @@ def table(v: pd.DataFrame, reference: str, rate_unit: str = "TFLOP/s", rate_scal
 
 
 def figure(v: pd.DataFrame, reference: str, name: str, caption_more: str = "", goal: float | None = None) -> None:
-    """Three panels per size: each kernel's share of the reference (paired bars with their 95% interval, unpaired
-    ones hatched, the burst share a black tick where it differs), and its work per joule."""
+    """Two panels, a bar per kernel and size: its share of the reference (paired bars with their 95% interval,
+    unpaired ones hatched, the burst share a black tick where it differs), and its work per joule."""
     if v.empty:
         F.md("*This race was not paired in this run.*")
         return
