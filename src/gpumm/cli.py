@@ -87,6 +87,8 @@ USER_ERRORS = (  # errors that describe a user's input or setup: one line, exit 
     ("gpumm.run.gpulock", "Busy"),
     ("gpumm.setup.manifest", "Damaged"),
     ("gpumm.analyse.tables", "MixedRun"),
+    ("gpumm.setup.values", "ValueProblem"),
+    ("gpumm.report.execute", "Unreadable"),
 )
 
 
@@ -99,12 +101,12 @@ def _user_error(exc: Exception) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     # the workflow's steps seal what they wrote when they end well (gpumm.setup.records)
-    outputs, argv = records.outputs_to_seal(sys.argv[1:] if argv is None else list(argv))
+    outputs, argv, also = records.outputs_to_seal(sys.argv[1:] if argv is None else list(argv))
     started, rc = time.time(), 1
     try:
         rc = _main(argv)
         if rc == 0:
-            records.seal(outputs)
+            records.seal(outputs, also=Path(also) if also else None)
         return rc
     finally:
         log = os.environ.get(archive_steps.RUN_LOG_ENV)

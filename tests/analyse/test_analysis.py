@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from conftest import HOPPER
-from gpumm.analyse import hardware, rates, ratios, seed000
+from gpumm.analyse import rates, ratios, seed000
 from gpumm.build import loops
+from gpumm.setup import hardware
 
 FIX = Path(__file__).parents[1] / "fixtures"
 H100 = HOPPER

@@ -6,7 +6,8 @@ import math
 import pandas as pd
 import pytest
 
-from gpumm.analyse import hardware, rates, roofline
+from gpumm.analyse import rates, roofline
+from gpumm.setup import hardware
 
 H100 = {"compute_capability": "9.0", "sm_count": 132, "sm_clock_khz": 1_980_000}
 

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from conftest import HOPPER
-from gpumm.analyse import hardware, headlines, tensor
+from gpumm.analyse import headlines, tensor
+from gpumm.setup import hardware
 
 FAMS = [
     {"family": "bf16_wgmma", "rung_below": None},

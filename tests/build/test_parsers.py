@@ -93,3 +93,17 @@ def test_ncu_metric_asked_for_but_absent_is_nan():
 
 def test_ncu_no_table_gives_no_rows():
     assert ncu.parse("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n") == []
+
+
+def test_a_failed_build_names_nvccs_first_error_line():
+    """Issue 37: the console line of a failed build names the variant and nvcc's first error."""
+    from gpumm.build import nvcc
+
+    out = (
+        "kernels/matmul/tiled.cu(12): warning #177-D: variable never used\n"
+        'kernels/matmul/tiled.cu(40): error: identifier "TILEX" is undefined\n'
+        "kernels/matmul/tiled.cu(41): error: expected a ';'\n2 errors detected\n"
+    )
+    assert nvcc.first_error(out) == 'kernels/matmul/tiled.cu(40): error: identifier "TILEX" is undefined'
+    assert nvcc.first_error("\nnvcc fatal   : Unsupported gpu architecture 'sm_1'\n").startswith("nvcc fatal")
+    assert nvcc.first_error("") == "no output"

@@ -629,3 +629,152 @@ def test_a_failing_page_is_named_on_the_console_and_the_others_stay(replayed, tm
     out = snakemake(work, "--config", "mode=replay")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "could not be made" not in (report / "seed001.html").read_text() + (report / "index.html").read_text()
+
+
+def _files(root):
+    """Every file under ``root`` but Snakemake's own logs, as bytes."""
+    return {
+        p.relative_to(root): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and ".snakemake/log" not in p.as_posix() and ".snakemake/metadata" not in p.as_posix()
+    }
+
+
+@pytest.mark.slow
+def test_a_dry_run_lint_and_a_refused_run_change_no_file(replayed, tmp_path):
+    """Issue 37: after a one-digit edit of a table, a dry run names it and lists the steps that would make it
+    again (forced), and `--lint`, `--summary` and a run refused by another run's lock leave every file byte for
+    byte as it was; the refused run says one line."""
+    tree, _ = replayed
+    work = tmp_path / "tree"
+    shutil.copytree(tree, work, symlinks=True, ignore=shutil.ignore_patterns(".snakemake"))
+    summary = work / "results" / "tables" / "summary.csv"
+    text = summary.read_text()
+    summary.write_text(text.replace("1", "7", 1))
+    before = _files(work)
+    out = snakemake(work, "-n", "--config", "mode=replay")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "gpumm: results/tables/summary.csv: " in out.stderr and "collect makes the tables again" in out.stderr
+    assert re.search(r"forced:\s+collect", out.stdout + out.stderr)
+    for args in (["--lint"], ["--summary"]):
+        snakemake(work, *args, "--config", "mode=replay")
+    assert _files(work) == before
+    locks = work / ".snakemake" / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    (locks / "0.input.lock").write_text(str(work / "results" / "tables" / "summary.csv") + "\n")
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "snakemake"], cwd=work)
+    try:
+        before = _files(work)
+        out = snakemake(work, "--config", "mode=replay")
+        said = [line for line in out.stderr.splitlines() if line.startswith("gpumm")]
+        assert out.returncode != 0 and "Traceback" not in out.stdout + out.stderr
+        assert said == [
+            f"gpumm: another Snakemake run (process {holder.pid}) holds this folder's lock: wait for it to end; "
+            "nothing was done"
+        ]
+        assert _files(work) == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.slow
+def test_two_runs_at_once_the_second_stops_and_the_first_makes_every_page(replayed, tmp_path):
+    """Issue 37: with the pages gone, a second run started while the first works is refused in one line; the
+    first ends well with every output."""
+    tree, _ = replayed
+    work = tmp_path / "tree"
+    shutil.copytree(tree, work, symlinks=True, ignore=shutil.ignore_patterns(".snakemake"))
+    shutil.rmtree(work / "results" / "report")
+    first = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "--config", "mode=replay"],
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        for _ in range(600):  # until the first holds its lock
+            if list((work / ".snakemake" / "locks").glob("*.lock")) or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        second = snakemake(work, "--config", "mode=replay")
+        said = [line for line in second.stderr.splitlines() if line.startswith("gpumm")]
+        assert second.returncode != 0 and len(said) == 1 and "holds this folder's lock" in said[0], second.stderr
+    finally:
+        log, _ = first.communicate(timeout=600)
+    assert first.returncode == 0, log[-3000:]
+    for page in ["index", "run", *(p["notebook"] for p in PAGES)]:
+        assert (work / "results" / "report" / f"{page}.html").stat().st_size > 20_000, page
+
+
+def _poke(path, row, column, value):
+    import csv
+
+    rows = list(csv.reader(path.open(newline="")))
+    rows[row][rows[0].index(column)] = value
+    with path.open("w", newline="") as f:
+        csv.writer(f).writerows(rows)
+
+
+def test_a_poisoned_or_unsealed_archive_stops_the_run_by_name(tree, tmp_path):
+    """Issue 37: an impossible value sealed into an archive as a run would seal it stops the replay before any
+    job, naming the file, row and column; a deleted manifest is refused by name, and with a cut run.json too the
+    replay does not move to the other archive."""
+    work = tmp_path / "tree"
+    shutil.copytree(tree, work, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
+    root = work / "data" / "reference"
+    picked = reference.choose("auto", root).name
+    _poke(root / picked / "raw" / "naive" / "samples.csv", 4, "ms", "-1")
+    reference.seal(root / picked)
+    out = snakemake(work, "-n", "--config", "mode=replay", f"replay_from={picked}")
+    text = out.stdout + out.stderr
+    assert out.returncode != 0 and "Nothing was run." in text and "Traceback" not in text
+    assert f"data/reference/{picked}/raw/naive/samples.csv: row 4 (line 5), column ms: -1 must be a time" in text
+    shutil.rmtree(root / picked)
+    shutil.copytree(tree / "data" / "reference" / picked, root / picked)
+    (root / picked / "MANIFEST.json").unlink()
+    run = root / picked / "run.json"
+    run.write_bytes(run.read_bytes()[:100])
+    out = snakemake(work, "-n", "--config", "mode=replay")
+    text = out.stdout + out.stderr
+    assert out.returncode != 0
+    assert f"archive {picked} is damaged (data/reference/{picked}/MANIFEST.json: missing" in text
+    assert not (work / "results").exists()
+
+
+@pytest.mark.slow
+def test_a_changed_page_csv_and_archive_reach_the_report_and_a_cut_notebook_is_named(replayed, tmp_path):
+    """Issue 37: an edited page CSV makes its page again; a validly changed archive (sealed again) replays the
+    changed variant again; a notebook cut in half is named with its line and column on the console, the other
+    pages stay; mended, the plain command ends well."""
+    tree, _ = replayed
+    work = tmp_path / "tree"
+    shutil.copytree(tree, work, symlinks=True)  # with Snakemake's records of the replay's parameters
+    shutil.rmtree(work / ".snakemake" / "locks", ignore_errors=True)
+    data = work / "results" / "report" / "data"
+    csv_file = sorted(data.glob("ladder-*.csv"))[0]
+    good_csv = csv_file.read_bytes()
+    csv_file.write_bytes(good_csv.replace(b"1", b"2", 1))
+    picked = reference.choose("auto", work / "data" / "reference")
+    samples = picked / "raw" / "naive" / "samples.csv"
+    _poke(samples, 2, "repeat", "99")
+    reference.seal(picked)
+    nb = work / "notebooks" / "seed001.ipynb"
+    good_nb = nb.read_text()
+    nb.write_text(good_nb[: len(good_nb) // 2])
+    out = snakemake(work, "--config", "mode=replay")
+    assert out.returncode != 0
+    assert f"gpumm: results/report/data/{csv_file.name}: " in out.stderr
+    line = next(x for x in out.stderr.splitlines() if x.startswith("gpumm: page seed001"))
+    assert "cannot be read" in line and re.search(r"notebooks/seed001\.ipynb:\d+:\d+: not a notebook", line)
+    assert "Traceback" not in out.stderr
+    assert (work / "results" / "raw" / "naive" / "samples.csv").read_bytes() == samples.read_bytes()
+    assert csv_file.read_bytes() == good_csv
+    report = work / "results" / "report"
+    assert all((report / f"{p['notebook']}.html").stat().st_size > 20_000 for p in PAGES if p["notebook"] != "seed001")
+    assert "This page could not be made." in (report / "seed001.html").read_text()
+    nb.write_text(good_nb)
+    out = snakemake(work, "--config", "mode=replay")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "could not be made" not in (report / "seed001.html").read_text()

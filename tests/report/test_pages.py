@@ -67,3 +67,20 @@ def test_a_long_cell_is_cut_short_with_the_whole_text_a_hover_away():
     assert _cell("transpose_rows_block_rows8") == "transpose_<wbr>rows_<wbr>block_<wbr>rows8"
     assert _cell("a<b & c") == "a&lt;b &amp; c"  # escaped
     assert _cell("16384×16384×1") == "16384×<wbr>16384×<wbr>1"  # a shape may break after each ×
+
+
+def test_a_notebook_that_is_not_json_is_named_with_its_line_and_column(tmp_path):
+    """Issue 37: a page notebook cut in half is named with the parser's line and column, not a traceback."""
+    from gpumm.setup import paths
+
+    nb = tmp_path / "ladder.ipynb"
+    text = (paths.NOTEBOOKS / "ladder.ipynb").read_text()
+    nb.write_text(text[: len(text) // 2])
+    with pytest.raises(execute.Unreadable) as exc:
+        execute.read(nb)
+    lines = text[: len(text) // 2].count("\n")
+    assert str(exc.value).startswith(f"{nb}:{lines + 1}:") and "not a notebook" in str(exc.value)
+    nb.write_text("")
+    with pytest.raises(execute.Unreadable, match=r"ladder.ipynb:1:1: not a notebook \(Expecting value\)"):
+        execute.read(nb)
+    assert execute.read(paths.NOTEBOOKS / "ladder.ipynb").cells

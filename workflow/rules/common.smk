@@ -1,5 +1,5 @@
 # Config validation, the mode decision and the variant list: everything the
-# rules share. Work here runs once, when Snakemake reads the workflow.
+# rules share. Work here runs when Snakemake reads the workflow, and only reads.
 import json
 import os
 import shlex
@@ -20,8 +20,7 @@ from gpumm.run import gpu
 from gpumm.run import devices as gpumm_devices
 from gpumm.run import races as gpumm_races
 from gpumm.archive import reference
-from gpumm.setup import locks as gpumm_locks
-from gpumm.setup import records as gpumm_records
+from gpumm.setup import guard as gpumm_guard
 from gpumm.run import operations as gpumm_operations
 from gpumm.profile import session as gpumm_profile
 from gpumm.report.pages import names as page_names
@@ -54,10 +53,10 @@ MODE = DECISION.mode
 ARCH = DECISION.arch
 # a variant that needs another GPU (sm_90a: a Hopper) is left out before any build, and said so
 NOT_HERE = [v.id for v in VARIANT_LIST if not gpumm_catalog.runs_on(v, ARCH)]
+NOTICES = []
 if NOT_HERE:
-    print(
-        f"gpumm: not on this GPU ({ARCH}), left out: {', '.join(NOT_HERE)} (they need sm_90a, a Hopper GPU)",
-        file=sys.stderr,
+    NOTICES.append(
+        f"not on this GPU ({ARCH}), left out: {', '.join(NOT_HERE)} (they need sm_90a, a Hopper GPU)"
     )
     VARIANT_LIST = [v for v in VARIANT_LIST if v.id not in NOT_HERE]
 VARIANTS = {v.id: v for v in VARIANT_LIST}
@@ -76,8 +75,7 @@ if MODE == "measure":
         DEVICES, _left_out = gpumm_devices.choose(list(DECISION.gpus), config["gpus"])
     except gpumm_devices.DeviceError as exc:
         raise WorkflowError(f"{exc}\nNothing was run.")
-    for _line in _left_out:
-        print(f"gpumm: {_line}", file=sys.stderr)
+    NOTICES += _left_out
 _limits = {k: getattr(r, "value", r) for k, r in workflow.global_resources.items()}
 _gpu_problem = gpu.parallel_problem(
     MODE,
@@ -146,10 +144,19 @@ if USE_WORKER:
         GPUMM_WORKER="1",
         GPUMM_WORKER_LOG=str(Path.cwd() / "results" / "logs" / "gpu-worker.log"),
     )
+# A step that writes its output to its log and fails says why on the console too: `STEP > LOG 2>&1 || said LOG`
+# prints the log's last lines naming the cause (`gpumm STEP: ...`: the file, row and column of a value that
+# cannot be, nvcc's first error line), else its last line, and ends with the step's status.
+SAID = (
+    "said() {{ rc=$?; grep -E '^gpumm[ :]' \"$1\" | tail -n 3 >&2"
+    ' || tail -n 1 "$1" | sed \'s/^/gpumm: /\' >&2; echo "gpumm: (the step\'s whole output: $1)" >&2;'
+    " return $rc; }}; "
+)
 shell.prefix(
     "set -euo pipefail; export "
     + " ".join(f'{k}="{v}"' for k, v in _env.items())
     + "; "
+    + SAID
 )
 
 
@@ -197,37 +204,27 @@ def finish(success: bool) -> None:
         )
 
 
-# A result that no longer matches what its step wrote (cut, emptied, edited, deleted; whatever its modification
-# time says): it goes, with the files its step wrote with it and the output that makes the steps after it run
-# again, so that this run makes them again (gpumm.setup.records). The records themselves stay.
-for _found in gpumm_records.check():
-    print(f"gpumm: {_found.line}", file=sys.stderr)
-    gpumm_records.repair([_found])
-
-# an archive that is not replayed and cannot be read, or differs from its manifest, is left out (the comparison
-# page does without it), and said so; it stops nothing
-for _name, _why in reference.damaged().items():
-    print(f"gpumm: archive {_name} left out: {_why}", file=sys.stderr)
-
-PAGE_NAMES = page_names()
-MICRO = gpumm_catalog.microbenchmarks()
-PROFILE_METRICS = ",".join(gpumm_config.metrics(config))
-_stale = gpumm_locks.clear_stale(Path.cwd())
-if _stale:
-    print(
-        f"gpumm: removed {len(_stale)} lock(s) a killed run left in .snakemake/locks; resuming",
-        file=sys.stderr,
-    )
-print(
-    f"gpumm: {DECISION.why}; {len(ALL_IDS)} variants"
+# Lines said when a run (or a dry run) starts, not while the workflow is read: a --lint or a cluster job's own
+# reading says nothing, and a run another one's lock refuses says one line (gpumm.setup.guard).
+NOTICES = NOTICES + [
+    f"archive {_name} left out: {_why}" for _name, _why in reference.damaged().items()
+]  # an archive that is not replayed and cannot be read stops nothing: the comparison page does without it
+NOTICES.append(
+    f"{DECISION.why}; {len(ALL_IDS)} variants"
     + (f"; replaying {ARCHIVE}" if ARCHIVE else f"; nvcc -arch={ARCH}")
     + (
         f"; {len(DEVICES)} GPUs side by side ({', '.join(str(d['index']) for d in DEVICES)})"
         if len(DEVICES) > 1
         else ""
-    ),
-    file=sys.stderr,
+    )
 )
+# What the record check finds (a damaged, missing or unrecorded result) is acted on only by a run: its steps
+# are forced, so that a dry run lists them and only a run that holds the lock replaces a file.
+gpumm_guard.install(workflow, NOTICES)
+
+PAGE_NAMES = page_names()
+MICRO = gpumm_catalog.microbenchmarks()
+PROFILE_METRICS = ",".join(gpumm_config.metrics(config))
 
 RAW = "results/raw/{variant}"
 # the races' comparisons timed in alternation (gpumm.run.paired): which families at which sizes, and the variants
@@ -288,3 +285,11 @@ def collected_inputs(wildcards):
         "hierarchy": "results/raw/hierarchy/samples.csv",
         "paired": "results/raw/paired/samples.csv",
     }
+
+
+def archived(*prefixes):
+    """A replay job's `archived` parameter: the digest of the archive's files under ``prefixes`` ({variant}
+    filled in per job), so that a changed archive replays those files again."""
+    return lambda w: reference.digest(
+        ARCHIVE, [p.format(variant=getattr(w, "variant", "")) for p in prefixes]
+    )

@@ -32,7 +32,7 @@ rule build:
         defines=lambda w: VARIANTS[w.variant].defines_text(),
     shell:
         "nice -n 10 python -m gpumm --seal '{output}' build --variant {wildcards.variant} --arch {params.arch}"
-        " --out-dir results/build/{wildcards.variant} > {log} 2>&1"
+        " --out-dir results/build/{wildcards.variant} > {log} 2>&1 || said {log}"
 
 
 rule build_host:
@@ -48,7 +48,7 @@ rule build_host:
         ENV
     shell:
         "nice -n 10 python -m gpumm --seal '{output}' build --variant {wildcards.variant} --arch host"
-        " --out-dir results/build/{wildcards.variant} > {log} 2>&1"
+        " --out-dir results/build/{wildcards.variant} > {log} 2>&1 || said {log}"
 
 
 rule measure:
@@ -176,7 +176,7 @@ rule provenance:
     shell:
         "python -m gpumm --seal '{output}' provenance --variants {params.variants}"
         " --config-digest {params.config_digest} --config {params.config} --why '{params.why}'"
-        " --out {output} > {log} 2>&1"
+        " --out {output} > {log} 2>&1 || said {log}"
 
 
 rule build_micro:
@@ -197,7 +197,7 @@ rule build_micro:
         arch=ARCH,
     shell:
         "nice -n 10 python -m gpumm --seal '{output}' build-micro --name {wildcards.micro} --arch {params.arch}"
-        " --out-dir results/build/{wildcards.micro} > {log} 2>&1"
+        " --out-dir results/build/{wildcards.micro} > {log} 2>&1 || said {log}"
 
 
 rule coalescing:
@@ -234,7 +234,7 @@ rule bandwidth:
         timing=json.dumps(config["timing"], sort_keys=True),
     shell:
         "python -m gpumm --seal '{output}' bandwidth --bytes {params.nbytes} --timing '{params.timing}'"
-        " --out-dir results/raw/bandwidth > {log} 2>&1"
+        " --out-dir results/raw/bandwidth > {log} 2>&1 || said {log}"
 
 
 rule hierarchy:
@@ -267,4 +267,4 @@ rule overhead:
     resources:
         **GPU_RESOURCES,
     shell:
-        "python -m gpumm --seal '{output}' overhead --cubin {input.cubin} --out-dir results/raw/overhead > {log} 2>&1"
+        "python -m gpumm --seal '{output}' overhead --cubin {input.cubin} --out-dir results/raw/overhead > {log} 2>&1 || said {log}"

@@ -1,4 +1,7 @@
 # Replay mode: no usable GPU here. Fill results/ from the archived run.
+#
+# Each job's `archived` parameter is a digest of what the archive's manifest records for the files it copies
+# (gpumm.archive.reference.digest): an archive made again, or another one named, replays those files again.
 
 
 # One job per variant (a variant's archived files change together): its samples, metadata and profile,
@@ -20,9 +23,11 @@ rule replay_variant:
         variant="|".join(CUDA_IDS) or "^$",
     conda:
         ENV
+    params:
+        archived=archived("raw/{variant}/", "build/{variant}/"),
     shell:
         "python -m gpumm --seal '{output}' replay --variant {wildcards.variant} --part all"
-        " --archive {input.archive} > {log} 2>&1"
+        " --archive {input.archive} > {log} 2>&1 || said {log}"
 
 
 # cuBLAS, CuPy and the CPU baselines: nothing is built, so only the raw files.
@@ -40,9 +45,11 @@ rule replay_library_variant:
         variant="|".join(v for v in ALL_IDS if v not in CUDA_IDS) or "^$",
     conda:
         ENV
+    params:
+        archived=archived("raw/{variant}/"),
     shell:
         "python -m gpumm --seal '{output}' replay --variant {wildcards.variant} --part raw"
-        " --archive {input.archive} > {log} 2>&1"
+        " --archive {input.archive} > {log} 2>&1 || said {log}"
 
 
 rule replay_provenance:
@@ -55,6 +62,7 @@ rule replay_provenance:
     conda:
         ENV
     params:
+        archived=archived("raw/provenance.json"),
         variants=",".join(ALL_IDS),
         why=DECISION.why,
         config_digest=gpumm_config.digest(config),
@@ -79,8 +87,10 @@ rule replay_coalescing:
         "results/logs/replay/coalescing.log",
     conda:
         ENV
+    params:
+        archived=archived("raw/coalescing/", "build/access_patterns/"),
     shell:
-        "python -m gpumm --seal '{output}' replay-study --study coalescing --archive {input.archive} > {log} 2>&1"
+        "python -m gpumm --seal '{output}' replay-study --study coalescing --archive {input.archive} > {log} 2>&1 || said {log}"
 
 
 rule replay_bandwidth:
@@ -92,8 +102,10 @@ rule replay_bandwidth:
         "results/logs/replay/bandwidth.log",
     conda:
         ENV
+    params:
+        archived=archived("raw/bandwidth/"),
     shell:
-        "python -m gpumm --seal '{output}' replay-study --study bandwidth --archive {input.archive} > {log} 2>&1"
+        "python -m gpumm --seal '{output}' replay-study --study bandwidth --archive {input.archive} > {log} 2>&1 || said {log}"
 
 
 rule replay_overhead:
@@ -105,8 +117,10 @@ rule replay_overhead:
         "results/logs/replay/overhead.log",
     conda:
         ENV
+    params:
+        archived=archived("raw/overhead/"),
     shell:
-        "python -m gpumm --seal '{output}' replay-study --study overhead --archive {input.archive} > {log} 2>&1"
+        "python -m gpumm --seal '{output}' replay-study --study overhead --archive {input.archive} > {log} 2>&1 || said {log}"
 
 
 rule replay_hierarchy:
@@ -118,8 +132,10 @@ rule replay_hierarchy:
         "results/logs/replay/hierarchy.log",
     conda:
         ENV
+    params:
+        archived=archived("raw/hierarchy/"),
     shell:
-        "python -m gpumm --seal '{output}' replay-study --study hierarchy --archive {input.archive} > {log} 2>&1"
+        "python -m gpumm --seal '{output}' replay-study --study hierarchy --archive {input.archive} > {log} 2>&1 || said {log}"
 
 
 rule replay_paired:
@@ -132,5 +148,7 @@ rule replay_paired:
         "results/logs/replay/paired.log",
     conda:
         ENV
+    params:
+        archived=archived("raw/paired/"),
     shell:
-        "python -m gpumm --seal '{output}' replay-study --study paired --archive {input.archive} > {log} 2>&1"
+        "python -m gpumm --seal '{output}' replay-study --study paired --archive {input.archive} > {log} 2>&1 || said {log}"

@@ -27,7 +27,7 @@ rule collect:
     params:
         variants=",".join(ALL_IDS),
     shell:
-        "python -m gpumm --seal '{output}' collect --variants {params.variants} --out results/tables > {log} 2>&1"
+        "python -m gpumm --seal '{output}' collect --variants {params.variants} --out results/tables > {log} 2>&1 || said {log}"
 
 
 # One job for every page: the notebooks share one Jupyter kernel (its start and the plotting imports are
@@ -56,8 +56,8 @@ rule pages:
     params:
         pages=",".join(PAGE_NAMES),
     shell:
-        "python -m gpumm --seal '{output}' pages --pages {params.pages} --tables results/tables --jobs {threads}"
-        " --notebooks-out results/notebooks --out results/report --status {output.status} > {log} 2>&1"
+        "python -m gpumm --seal '{output}' --seal-also results/report/data pages --pages {params.pages} --tables results/tables --jobs {threads}"
+        " --notebooks-out results/notebooks --out results/report --status {output.status} > {log} 2>&1 || said {log}"
 
 
 rule index:
@@ -84,7 +84,7 @@ rule index:
         ENV
     shell:
         "python -m gpumm --seal '{output}' index --tables results/tables --out {output.index}"
-        " --status {input.status} > {log} 2>&1"
+        " --status {input.status} > {log} 2>&1 || said {log}"
 
 
 # The run's last step: a page that could not be made is named here, on the console, and the run ends with an

@@ -10,8 +10,10 @@ from gpumm.setup import catalog, paths
 
 def cmd_collect(a):
     from gpumm.analyse import tables
+    from gpumm.setup import values
 
     variants = [catalog.from_id(v) for v in a.variants.split(",")]
+    values.check_folder(paths.RESULTS)  # no table is made from a value that cannot be (the file, row, column)
     tables.collect(variants, paths.RESULTS, Path(a.out))
 
 

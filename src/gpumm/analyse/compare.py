@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from gpumm.analyse import hardware as peaks
 from gpumm.analyse import paired, rates, tensor
 from gpumm.setup import catalog
+from gpumm.setup import hardware as peaks
 
 SIZE = rates.LADDER_SIZE
 # the kernels compared; "family*": the fastest of a tuning search's candidates (family_key) in that run

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from gpumm.analyse.hardware import fp32_peak
+from gpumm.setup.hardware import fp32_peak
 
 
 def cgma(fma: int, global_loads: int) -> float:

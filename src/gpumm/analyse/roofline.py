@@ -9,7 +9,7 @@ bound by that memory, right of it by arithmetic.
 Here: F = 2·M·N·K (FFMA counted as two flops), D from Nsight Compute
 (``dram__bytes_read.sum + dram__bytes_write.sum`` for DRAM, ``lts__t_bytes.sum``
 for the L2 when the profile has it), P the FP32 peak of
-:func:`gpumm.analyse.hardware.fp32_peak` (SMs x FP32 lanes x 2 x clock), and two
+:func:`gpumm.setup.hardware.fp32_peak` (SMs x FP32 lanes x 2 x clock), and two
 bandwidth roofs: DRAM (the device-to-device copy this run measured) and the L2
 (the L2-resident reads of the memory-hierarchy study).
 

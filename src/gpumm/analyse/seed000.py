@@ -6,7 +6,7 @@ Pure functions on the run's tables, tested on the CPU.
 
 import math
 
-from gpumm.analyse.hardware import fp32_peak, lanes
+from gpumm.setup.hardware import fp32_peak, lanes
 
 # Occupancy granularities for compute capability 7.0 and newer (CUDA occupancy
 # calculator): registers are allocated per warp in units of 256, and the

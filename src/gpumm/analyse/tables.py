@@ -14,7 +14,6 @@ from gpumm.analyse import (
     compare,
     counters,
     floor,
-    hardware,
     headlines,
     memory_levels,
     paired,
@@ -30,7 +29,7 @@ from gpumm.analyse import (
 from gpumm.archive import reference
 from gpumm.build import loops
 from gpumm.run import operations
-from gpumm.setup import catalog, files, manifest, paths
+from gpumm.setup import catalog, files, hardware, manifest, paths
 from gpumm.setup.catalog import Variant
 
 SHAPE = ["variant", "family", "defines", "kind", "M", "N", "K", "memory_mode", "timed"]

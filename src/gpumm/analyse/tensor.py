@@ -8,7 +8,8 @@ import math
 
 import pandas as pd
 
-from gpumm.analyse import hardware, paired, rates
+from gpumm.analyse import paired, rates
+from gpumm.setup import hardware
 
 OP = "matmul_bf16"
 REFERENCE = "cublas_bf16"

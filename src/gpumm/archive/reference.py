@@ -5,13 +5,15 @@ An archive mirrors a run's ``results/`` folder for what is worth keeping:
 (resource report), ``raw/provenance.json`` and ``run.json`` (what the run cost).
 """
 
+import functools
 import gzip
+import hashlib
 import json
 import re
 import shutil
 from pathlib import Path
 
-from gpumm.setup import manifest, paths
+from gpumm.setup import manifest, paths, values
 
 KEEP_RAW = ("samples.csv", "meta.json", "profile.csv", "ncu.log")
 KEEP_BUILD = ("resources.json", "ptxas.log", "kernel.ptx", "kernel.sass")
@@ -42,15 +44,41 @@ def _unreadable_provenance(archive: Path) -> str | None:
 
 
 def _unreadable(archive: Path) -> str | None:
-    """Why an archive cannot be used (one line naming the file), or None: its provenance cannot be read, or a file
-    differs from the archive's manifest (cut, edited, missing)."""
+    """Why an archive cannot be used (one line naming the file), or None: its provenance cannot be read, its
+    manifest is missing, a file differs from the manifest (cut, edited, missing), or a value cannot be
+    (gpumm.setup.values: the file, row and column)."""
     why = _unreadable_provenance(archive)
     if why:
         return why
+    if not (archive / MANIFEST).is_file():
+        return f"{paths.shown(archive / MANIFEST)}: missing (an archive is used only as its manifest records it)"
+    return _checked(archive, (archive / MANIFEST).read_bytes())
+
+
+@functools.lru_cache(maxsize=16)
+def _checked(archive: Path, sealed: bytes) -> str | None:
+    """The files of ``archive`` against its manifest ``sealed`` (its bytes: a manifest sealed again is checked
+    again), then every value; once per manifest in a process."""
     found = manifest.problems(archive, archive / MANIFEST)
     if found:
         return found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+    try:
+        values.check_folder(archive)
+    except values.ValueProblem as exc:
+        return str(exc)
     return None
+
+
+def digest(archive: Path, prefixes: list[str]) -> str:
+    """A digest of what the archive's manifest records for the files under ``prefixes`` (paths inside the
+    archive, such as raw/naive/ or raw/provenance.json): it changes when one of them is archived again, so that
+    the replay of those files runs again; '' where the manifest cannot be read."""
+    try:
+        files = manifest.read(archive / MANIFEST)
+    except ValueError:
+        return ""
+    mine = sorted((rel, want.get("sha256", "")) for rel, want in files.items() if rel.startswith(tuple(prefixes)))
+    return hashlib.sha256(json.dumps(mine).encode()).hexdigest()[:16]
 
 
 def _candidates(root: Path) -> list[Path]:
@@ -82,11 +110,21 @@ def seal(archive: Path) -> Path:
 
 
 def check(archive: Path) -> None:
-    """Raise ArchiveError (one line naming the first file) where a file differs from the archive's manifest."""
+    """Raise ArchiveError (one line naming the first file) where the archive's manifest is missing, a file
+    differs from it, or a value cannot be (the file, row and column)."""
+    remedy = f"restore it (git checkout -- {paths.shown(archive)}) or replay another archive (replay_from)"
+    if not (archive / MANIFEST).is_file():
+        raise ArchiveError(
+            f"archive {archive.name}: {paths.shown(archive / MANIFEST)}: missing (an archive is used only as its "
+            f"manifest records it): {remedy}"
+        )
     found = manifest.problems(archive, archive / MANIFEST)
     if found:
-        remedy = f"restore it (git checkout -- {paths.shown(archive)}) or replay another archive (replay_from)"
         raise ArchiveError(f"archive {archive.name}: {manifest.first(found, remedy)}")
+    try:
+        values.check_folder(archive)
+    except values.ValueProblem as exc:
+        raise ArchiveError(f"archive {archive.name}: {exc}: {remedy}") from None
 
 
 def complete(archive: Path) -> bool:
@@ -118,13 +156,13 @@ def choose(name: str, root: Path = paths.REFERENCE) -> Path:
             )
         if pick is not None:
             return pick
+    if name in bad:
+        raise ArchiveError(f"replay_from = {name!r}: {bad[name]}; restore it or replay another archive")
     if not found:
         raise ArchiveError(f"no archived run under {root}: replay needs one (run the pipeline on a GPU first)")
     for p in found:
         if p.name == name:
             return p
-    if name in bad:
-        raise ArchiveError(f"replay_from = {name!r}: {bad[name]}; restore it or replay another archive")
     raise ArchiveError(f"replay_from = {name!r}: no such archive; allowed: auto, {', '.join(p.name for p in found)}")
 
 

@@ -28,6 +28,12 @@ def nvcc() -> str:
     return str(path)
 
 
+def first_error(output: str) -> str:
+    """nvcc's first error line (``file(line): error: ...``), else its first line, else 'no output'."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return next((line for line in lines if "error" in line.lower()), lines[0] if lines else "no output")
+
+
 def command(source: Path, arch: str, out: Path, target: str, flags: tuple[str, ...] = ()) -> list[str]:
     """The nvcc command line for one output (target: cubin | ptx). An architecture-specific target (sm_90a:
     wgmma, setmaxnreg) is named in the -gencode form: nvcc 13.0's -arch=sm_90a also runs a plain sm_90 pass,
@@ -57,7 +63,7 @@ def compile_source(source: Path, arch: str, out_dir: Path, flags: tuple[str, ...
         proc = subprocess.run(command(source, arch, tmp, target, flags), capture_output=True, text=True, check=False)
         logs.append(proc.stdout + proc.stderr)
         if proc.returncode != 0:
-            raise BuildError(f"nvcc failed for {name} ({target}):\n{proc.stderr.strip()}")
+            raise BuildError(f"nvcc failed for {name} ({target}): {first_error(proc.stderr)}\n{proc.stderr.strip()}")
     try:
         sass = loops.disassemble(out_dir / "kernel.cubin.tmp")
     except loops.LoopError as exc:  # no disassembler: the loop counts will say so

@@ -58,11 +58,15 @@ def _failed_page(notebook: Path, notebooks_out: Path, out: Path, line: str) -> N
 
     import nbformat
 
-    from gpumm.report import render, style
+    from gpumm.report import execute, render, style
     from gpumm.setup import files
 
     notebooks_out.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nbformat.read(notebook, as_version=4), notebooks_out / notebook.name)
+    try:
+        nb = execute.read(notebook)
+    except execute.Unreadable:  # in its place, a notebook that says why
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"This page could not be made: {line}")])
+    nbformat.write(nb, notebooks_out / notebook.name)
     body = (
         f'<h1>{html.escape(render.title(notebook.stem))}</h1><p class="banner"><b>This page could not be made.</b> '
         f"{html.escape(line)}. The other pages of the report were made; fix the notebook and run the report "
@@ -93,6 +97,10 @@ def cmd_pages(a):
     for nb in notebooks:
         if not nb.is_file():
             raise FileNotFoundError(f"no page notebook {nb}")
+    from gpumm.report import figures
+
+    for nb in notebooks:  # a page's CSVs are those it writes now (a figure removed or renamed leaves none)
+        figures.clear_data(Path(a.tables).parent / "report" / "data", nb.stem)
     if a.jobs > 1 and len(notebooks) > 1:
         return _pages_side_by_side(a, [nb.stem for nb in notebooks])
     try:

@@ -64,8 +64,27 @@ class PageError(RuntimeError):
         self.failed = failed
 
 
+class Unreadable(ValueError):
+    """A page notebook that is not a notebook (cut, not JSON): the message names its file, line and column."""
+
+
+def read(notebook: Path) -> nbformat.NotebookNode:
+    """A page notebook, or Unreadable naming the file and, for JSON that does not parse, the parser's line and
+    column."""
+    import json
+
+    try:
+        text = notebook.read_text()
+        json.loads(text)
+        return nbformat.reads(text, as_version=4)
+    except json.JSONDecodeError as exc:
+        raise Unreadable(f"{notebook}:{exc.lineno}:{exc.colno}: not a notebook ({exc.msg})") from None
+    except (OSError, UnicodeDecodeError, nbformat.reader.NotJSONError, nbformat.ValidationError) as exc:
+        raise Unreadable(f"{notebook}: not a notebook ({type(exc).__name__}: {exc})") from None
+
+
 def _with_reset(notebook: Path) -> nbformat.NotebookNode:
-    nb = nbformat.read(notebook, as_version=4)
+    nb = read(notebook)
     cell = nbformat.v4.new_code_cell(RESET)
     cell.metadata["tags"] = [RESET_TAG]
     nb.cells.insert(0, cell)
@@ -111,8 +130,14 @@ def run(
         for i, notebook in enumerate(notebooks, 1):
             t0 = time.perf_counter()
             try:
+                page = _with_reset(notebook)
+            except Unreadable as exc:
+                failed[notebook.stem] = f"page {notebook.stem} cannot be read: {exc}"
+                print(f"page {i}/{len(notebooks)} {notebook.stem}: cannot be read", file=sys.stderr, flush=True)
+                continue
+            try:
                 nb = pm.execute_notebook(
-                    _with_reset(notebook),
+                    page,
                     None,  # papermill writes nothing; the page is written below, once it has run
                     parameters=parameters,
                     kernel_name=KERNEL,

@@ -55,6 +55,12 @@ def load(tables_dir: str) -> dict:
     return out
 
 
+def clear_data(folder: Path, page: str) -> None:
+    """Remove the CSVs ``page`` wrote into ``folder`` (results/report/data) on an earlier run."""
+    for f in folder.glob(f"{page}-*.csv") if folder.is_dir() else []:
+        f.unlink()
+
+
 def link(page: str, text: str | None = None) -> str:
     """A Markdown link to another page of the report, by notebook name."""
     title = next((p["title"] for p in PAGES if p["notebook"] == page), page)

@@ -1,7 +1,7 @@
 """Stale Snakemake locks: a run killed by a signal (the machine rebooted, the job was killed for memory)
 leaves its lock in .snakemake/locks/, and the next run would stop and ask for --unlock.
 
-When the workflow is read, :func:`clear_stale` removes the locks of a working directory in which no other
+When a run starts (gpumm.setup.guard), :func:`clear_stale` removes the locks of a working directory in which no other
 Snakemake process runs (Linux: processes read from /proc), so that the README's own command resumes a
 killed run; with `rerun-incomplete` in the default profile, the jobs it left half done are run again.
 Where processes cannot be listed, nothing is removed.
@@ -27,6 +27,14 @@ def snakemake_processes(workdir: Path, proc: Path = Path("/proc")) -> list[int]:
             continue
         found.append(pid)
     return found
+
+
+def holders(workdir: Path, proc: Path = Path("/proc")) -> list[int]:
+    """PIDs of other Snakemake processes working in ``workdir`` while its lock files are there: a run under way."""
+    locks = list((workdir / ".snakemake" / "locks").glob("*.lock"))
+    if not locks or not proc.is_dir():
+        return []
+    return snakemake_processes(workdir.resolve(), proc)
 
 
 def clear_stale(workdir: Path, proc: Path = Path("/proc")) -> list[Path]:

@@ -1,12 +1,13 @@
 """What each step wrote, so that a damaged or missing result is made again or named, never rendered.
 
-Every step the workflow runs seals its outputs when it ends well (``python -m gpumm --seal '{output}' STEP``):
+Every step the workflow runs seals its outputs when it ends well (``python -m gpumm --seal 'OUTPUTS' STEP``):
 one record per file under ``results/.records/`` (the file's lines, bytes and SHA-256, and the files written with
-it). Before any job, the workflow calls :func:`check`: a file that no longer matches its record (cut, emptied,
-edited, deleted, whatever its modification time says) is removed together with the files its step wrote with
-it, and with the output the run asks for that makes the steps after it run again (:func:`_downstream`), so that
-the plain command makes them all again. A record is never removed for the damage it found; one that cannot be
-read is replaced when its step runs again.
+it); the pages step seals the CSVs its figures and tables wrote too (``--seal-also``). :func:`check` reads and
+changes nothing: a file that no longer matches its record (cut, emptied, edited, deleted, whatever its
+modification time says), a record that cannot be read, and a result with no record at all are each named with
+the workflow output whose step makes it again (:attr:`Finding.force`). The workflow hands those to Snakemake's
+``--forcerun`` when a run starts (gpumm.setup.guard), so that only a run that holds Snakemake's lock replaces
+anything, and a dry run lists those steps as forced.
 """
 
 import json
@@ -16,6 +17,9 @@ from pathlib import Path
 from gpumm.setup import files, manifest, paths
 
 FOLDER = ".records"
+# the folders of results/ whose files the report is made of: each one has a record, or is made again
+CHECKED = ("raw", "build", "tables", "notebooks", "report")
+PAGE_DATA = "report/data"  # the CSVs under each figure and table of a page (gpumm.report.figures)
 
 
 def _root(results: Path | None) -> Path:
@@ -29,18 +33,30 @@ def record_path(file: Path, results: Path | None = None) -> Path:
     return results / FOLDER / f"{rel}.json"
 
 
-def outputs_to_seal(argv: list[str]) -> tuple[list[Path], list[str]]:
-    """(the outputs a workflow step is to seal, the step's own arguments) of ``--seal 'OUTPUTS' STEP ...``."""
-    if argv[:1] == ["--seal"] and len(argv) >= 2:
-        return [Path(f) for f in argv[1].split()], argv[2:]
-    return [], argv
+def outputs_to_seal(argv: list[str]) -> tuple[list[Path], list[str], str]:
+    """(the outputs a workflow step is to seal, the step's own arguments, the folder whose CSVs are sealed with
+    them or '') of ``--seal 'OUTPUTS' [--seal-also FOLDER] STEP ...``."""
+    if argv[:1] != ["--seal"] or len(argv) < 2:
+        return [], argv, ""
+    outputs, rest, also = [Path(f) for f in argv[1].split()], argv[2:], ""
+    if rest[:1] == ["--seal-also"] and len(rest) >= 2:
+        also, rest = rest[1], rest[2:]
+    return outputs, rest, also
 
 
-def seal(outputs: list[Path], results: Path | None = None) -> int:
+def seal(outputs: list[Path], results: Path | None = None, also: Path | None = None) -> int:
     """Record ``outputs`` (a step's outputs, under results/) as they are now, each with the list of the others;
-    files outside results/ or not there are left out. The number recorded."""
+    files outside results/ or not there are left out. ``also``: a folder whose CSVs the step wrote besides its
+    outputs (the pages' data): they are recorded with them, and the records of CSVs no longer there are dropped.
+    The number recorded."""
     results = _root(results)
-    here = [f for f in outputs if f.is_file() and results.resolve() in f.resolve().parents]
+    extra = sorted(also.glob("*.csv")) if also is not None and also.is_dir() else []
+    if also is not None:
+        folder = results / FOLDER / also.resolve().relative_to(results.resolve())
+        for rec in folder.glob("*.csv.json") if folder.is_dir() else []:
+            if not (also / rec.name[: -len(".json")]).is_file():
+                rec.unlink()
+    here = [f for f in [*outputs, *extra] if f.is_file() and results.resolve() in f.resolve().parents]
     rel = sorted(f.resolve().relative_to(results.resolve()).as_posix() for f in here)
     for f in here:
         files.write_text(record_path(f, results), json.dumps({**manifest.entry(f), "with": rel}, allow_nan=False))
@@ -49,36 +65,25 @@ def seal(outputs: list[Path], results: Path | None = None) -> int:
 
 @dataclass
 class Finding:
-    """One damaged or missing file: the line that names it, and the files to remove so that it is made again."""
+    """One damaged, missing or unrecorded result: the line that names it, and the workflow outputs whose steps
+    make it again (Snakemake forces them; the steps after them run again because their input is new)."""
 
     line: str
-    remove: list[Path] = field(default_factory=list)
+    force: list[Path] = field(default_factory=list)
+    recorded: bool = True  # False: a file with no record, which may be one no step of this run writes
 
 
-def _downstream(rel: str, results: Path) -> list[Path]:
-    """What to remove besides a damaged file so that the steps between it and the report run again. Snakemake
-    runs a step whose output is missing only where a later step needs that output and has to run itself, so a
-    missing raw file or table alone stays missing: the front page, which the run asks for and which needs every
-    table, for a table; that and collect's manifest (one of the tables) for a raw or build file, which the tables
-    are made from; a page for its executed notebook and its CSVs; nothing for a page, which the run asks for."""
-    top = rel.split("/")[0]
-    if top in ("raw", "build"):
-        return [results / "report" / "index.html", results / "tables" / manifest.NAME]
-    if top == "tables":
-        return [results / "report" / "index.html"]
-    if top == "notebooks":
-        return [results / "report" / Path(rel).with_suffix(".html").name]
-    if rel.startswith("report/data/"):
-        page = Path(rel).name.split("-")[0]
-        return [results / "report" / f"{page}.html"]
-    return []
+def maker(rel: str, results: Path) -> Path:
+    """The workflow output whose step makes the file ``rel`` (under results/) again: the file itself, or for a
+    page's CSV, which no rule names, the page."""
+    if rel.startswith(PAGE_DATA + "/"):
+        return results / "report" / f"{Path(rel).name.split('-')[0]}.html"
+    return results / rel
 
 
 def _what(rel: str) -> str:
     top = rel.split("/")[0]
     return {
-        "raw": "its step runs again",
-        "build": "its step runs again",
         "tables": "collect makes the tables again",
         "notebooks": "the pages are made again",
         "report": "the pages are made again",
@@ -86,22 +91,23 @@ def _what(rel: str) -> str:
 
 
 def check(results: Path | None = None) -> list[Finding]:
-    """Every sealed file that is missing or differs from its record, and every record that cannot be read."""
+    """Every sealed file that is missing or differs from its record, every record that cannot be read, and every
+    file of the report's folders that has no record. Reads only."""
     results = _root(results)
     folder = results / FOLDER
-    found = []
+    found, recorded = [], set()
     for rec in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
         rel = rec.relative_to(folder).as_posix()[: -len(".json")]
+        recorded.add(rel)
         file = results / rel
         shown = paths.shown(file)
         try:
             want = json.loads(rec.read_text())
-            siblings = [results / s for s in want.get("with", [])]
             if not isinstance(want.get("sha256"), str):
                 raise ValueError("no digest")
         except (OSError, ValueError, AttributeError, TypeError) as exc:
             line = f"{paths.shown(rec)}: the record of {shown} cannot be read ({type(exc).__name__}); {_what(rel)}"
-            found.append(Finding(line, [file, rec, *_downstream(rel, results)]))
+            found.append(Finding(line, [maker(rel, results)]))
             continue
         have = manifest.entry(file) if file.is_file() else None
         if have is None:
@@ -113,13 +119,11 @@ def check(results: Path | None = None) -> list[Finding]:
             )
         else:
             continue
-        found.append(Finding(line, [file, *siblings, *_downstream(rel, results)]))
+        found.append(Finding(line, [maker(rel, results)]))
+    for top in CHECKED:
+        for file in sorted((results / top).rglob("*")) if (results / top).is_dir() else []:
+            rel = file.relative_to(results).as_posix()
+            if file.is_file() and rel not in recorded and not file.name.endswith((".tmp", ".log")):
+                line = f"{paths.shown(file)}: no record of the step that wrote it (cannot be checked); {_what(rel)}"
+                found.append(Finding(line, [maker(rel, results)], recorded=False))
     return found
-
-
-def repair(findings: list[Finding]) -> None:
-    """Remove what ``findings`` name (the damaged files, the files written with them, the outputs that make the
-    steps after them run again); records stay, but those that cannot be read."""
-    for f in findings:
-        for p in f.remove:
-            p.unlink(missing_ok=True)

@@ -1,4 +1,5 @@
-"""The run's GPU as numbers: FP32 lanes per SM, the FP32 peak and the specified DRAM bandwidth, from its provenance.
+"""The run's GPU as numbers: FP32 lanes per SM, the FP32 and tensor peaks, the specified DRAM bandwidth and the
+on-chip bound, from its provenance.
 
 Pure functions on the run's tables, tested on the CPU.
 """
@@ -56,3 +57,16 @@ def tensor_bf16_peak(gpu: dict) -> float:
     if per_sm is None or not gpu.get("sm_count") or not gpu.get("sm_clock_khz"):
         return math.nan
     return gpu["sm_count"] * per_sm * gpu["sm_clock_khz"] * 1e3
+
+
+# Bytes per clock per SM that the fastest memory (shared memory and L1: 32 banks of 4 bytes) can deliver: no
+# measured rate, whatever level it reads, goes beyond SMs x this x SM clock.
+ON_CHIP_BYTES_PER_SM = 128
+
+
+def on_chip_bandwidth(gpu: dict) -> float:
+    """The card's fastest memory's aggregate bandwidth in byte/s (shared memory and L1 of every SM at the SM
+    clock); nan where the provenance lacks the SM count or clock."""
+    if not gpu.get("sm_count") or not gpu.get("sm_clock_khz"):
+        return math.nan
+    return gpu["sm_count"] * ON_CHIP_BYTES_PER_SM * gpu["sm_clock_khz"] * 1e3

@@ -1,0 +1,262 @@
+"""What a raw number can be: every value of a run's raw files, measured now or archived, checked before any
+table is made from it.
+
+A time is positive and finite; a rate is finite, not negative, and no more than the card can do by more than
+:data:`MARGIN` (a FLOP rate against its operation's peak, a byte rate against the DRAM bandwidth where the
+working set is in DRAM, else against the on-chip bound, gpumm.setup.hardware); a count is a whole number; a
+percentage lies in 0-100; every number of a JSON file is finite. An empty cell is a value not taken (a failed
+set, a column another kind of row fills), except a time in a row whose status is ``ok``. The first value outside
+stops the check, naming the file, row, column and what the value can be (:class:`ValueProblem`).
+
+Called by ``collect`` on ``results/`` (every table is made from those files), and on every archive before it is
+replayed or read (gpumm.archive.reference), with the card of each folder's own provenance.
+"""
+
+import csv
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+from gpumm.setup import hardware, paths
+
+MARGIN = 1.10  # a rate may exceed the card's bound by this much (clock and timer rounding), no more
+
+TIME, RATE_FLOPS, RATE_BYTES, COUNT, SHARE, NONNEG, REAL = "time", "flops", "bytes", "count", "pct", "nonneg", "real"
+_CLOCK = {"sm_clock_mhz": NONNEG, "sm_clock_min_mhz": NONNEG, "mem_clock_mhz": NONNEG, "temperature_c": REAL}
+_CLOCK |= {"window_s": NONNEG, "energy_j": NONNEG, "power_mean_w": NONNEG, "power_peak_w": NONNEG}
+_CLOCK |= {"power_capped_pct": SHARE, "thermal_capped_pct": SHARE}
+_SHAPE = {"M": COUNT, "N": COUNT, "K": COUNT}
+
+# the columns checked in each kind of raw CSV (gpumm.setup.columns names them all); the others are words
+SPECS = {
+    "samples": {
+        **_SHAPE,
+        "repeat": COUNT,
+        "ms": TIME,
+        "gflops": RATE_FLOPS,
+        "gbs": RATE_BYTES,
+        "work_flops": COUNT,
+        "work_bytes": COUNT,
+        "batch": COUNT,
+        "warmups": COUNT,
+        "max_rel_err": NONNEG,
+        "tolerance": NONNEG,
+        **_CLOCK,
+    },
+    "paired": {
+        **_SHAPE,
+        "round": COUNT,
+        "position": COUNT,
+        "batch": NONNEG,
+        "ms": TIME,
+        "work": NONNEG,
+        "t_s": NONNEG,
+        "window_work": NONNEG,
+        "power_samples": COUNT,
+        **_CLOCK,
+    },
+    "profile": {**_SHAPE, "launch": COUNT, "n": COUNT, "copies": COUNT, "stride": COUNT, "offset": COUNT},
+    "coalescing": {
+        "n": COUNT,
+        "copies": COUNT,
+        "stride": COUNT,
+        "offset": COUNT,
+        "threads": COUNT,
+        "working_set_bytes": COUNT,
+        "repeat": COUNT,
+        "ms": TIME,
+        "batch": COUNT,
+        "bytes": COUNT,
+        "gbs": RATE_BYTES,
+        "max_rel_err": NONNEG,
+    },
+    "bandwidth": {"bytes": COUNT, "repeat": COUNT, "ms": TIME, "gbs": RATE_BYTES},
+    "overhead": {"batch": COUNT, "repeat": COUNT, "ms": TIME},
+    "hierarchy": {
+        "bytes": COUNT,
+        "steps": COUNT,
+        "repeat": COUNT,
+        "ms": TIME,
+        "ns_per_step": NONNEG,
+        "cycles_per_step": NONNEG,
+        "gbs": RATE_BYTES,
+    },
+}
+# (work, rate) columns a row's rate is made from, over its time ms: rate = work / (ms x 1e6), GFLOP/s or GB/s
+RATES = {
+    "samples": (("work_flops", "gflops"), ("work_bytes", "gbs")),
+    "coalescing": (("bytes", "gbs"),),
+    "bandwidth": (("bytes", "gbs"),),
+}
+AGREE = 1e-3  # a rate and its work over its time agree to 0.1% (the files keep 16 digits)
+STUDIES = ("coalescing", "bandwidth", "overhead", "hierarchy", "paired")
+# a profile's value by its unit: Nsight Compute's counts of bytes, sectors, nanoseconds and registers are whole
+PROFILE_UNITS = {"%": SHARE, "byte": COUNT, "sector": COUNT, "ns": COUNT, "register/thread": COUNT}
+WHAT = {
+    TIME: "a time: positive and finite",
+    COUNT: "a count: a whole number, not negative",
+    SHARE: "a percentage: 0 to 100",
+    NONNEG: "finite and not negative",
+    REAL: "finite",
+}
+
+
+class ValueProblem(ValueError):
+    """A raw value that cannot be: the message is one line naming the file, row, column and value."""
+
+
+def kind(path: Path) -> str | None:
+    """The kind of raw CSV at ``path`` (raw/<variant or study>/samples.csv or profile.csv), or None."""
+    folder = path.parent.name
+    if path.name == "profile.csv":
+        return "profile"
+    if path.name == "samples.csv":
+        return folder if folder in STUDIES else "samples"
+    return None
+
+
+class Card:
+    """The bounds of one card's rates, from its provenance's ``gpu``: FLOP/s by operation, byte/s by level."""
+
+    def __init__(self, gpu: dict):
+        self.name = gpu.get("name") or "this GPU"
+        self.fp32, self.bf16 = hardware.fp32_peak(gpu), hardware.tensor_bf16_peak(gpu)
+        self.dram, self.on_chip = hardware.dram_bandwidth(gpu), hardware.on_chip_bandwidth(gpu)
+
+    def flops(self, operation: str | None) -> tuple[float, str]:
+        if operation == "matmul_bf16":
+            return self.bf16, "BF16 tensor-core peak"
+        return self.fp32, "FP32 peak"
+
+    def bytes(self, row: dict, file_kind: str) -> tuple[float, str]:
+        in_dram = file_kind == "bandwidth" or row.get("regime") == "dram" or row.get("level") == "DRAM"
+        return (self.dram, "DRAM bandwidth") if in_dram else (self.on_chip, "on-chip bound")
+
+
+def _number(text: str) -> float | None:
+    """The number in a cell ('' -> None); ValueError for a word where a number must be."""
+    return None if text.strip() == "" else float(text)
+
+
+def _problem(value: float, how: str, bound: tuple[float, str] | None = None) -> str | None:
+    """Why ``value`` cannot be a ``how``, or None."""
+    if not math.isfinite(value):
+        return f"not finite; it must be {WHAT.get(how, 'finite and not negative')}"
+    if how == TIME and value <= 0:
+        return f"must be {WHAT[TIME]}"
+    if how in (COUNT, NONNEG, SHARE, RATE_FLOPS, RATE_BYTES) and value < 0:
+        return f"must be {WHAT.get(how, 'finite and not negative')}"
+    if how == COUNT and value != int(value):
+        return f"must be {WHAT[COUNT]}"
+    if how == SHARE and value > 100:
+        return f"must be {WHAT[SHARE]}"
+    if bound is not None and math.isfinite(bound[0]) and value * 1e9 > bound[0] * MARGIN:
+        unit = "GFLOP/s" if how == RATE_FLOPS else "GB/s"
+        return (
+            f"is above the card's {bound[1]} ({bound[0] / 1e9:,.0f} {unit}) by more than "
+            f"{(MARGIN - 1) * 100:.0f}%: not a rate this GPU can reach"
+        )
+    return None
+
+
+def rows(path: Path) -> Iterator[tuple[int, dict]]:
+    """(row number counting from 1, row) of a CSV file."""
+    with path.open(newline="") as f:
+        yield from enumerate(csv.DictReader(f), 1)
+
+
+def check_csv(path: Path, card: Card, operation: str | None = None) -> None:
+    """Raise ValueProblem for the first value of the raw CSV ``path`` that cannot be (``operation``: what its
+    variant computes, for the FLOP bound)."""
+    file_kind = kind(path)
+    spec = SPECS.get(file_kind or "", {})
+    for n, row in rows(path):
+        ok = (row.get("status") or "ok") == "ok"
+        for col, how in spec.items():
+            _check_cell(path, n, row, col, how, card, operation, file_kind, required=(how == TIME and ok))
+        for work, rate in RATES.get(file_kind or "", ()):
+            _agree(path, n, row, work, rate)
+        if file_kind == "profile" and row.get("unit") in PROFILE_UNITS and row.get("status") == "ok":
+            _check_cell(path, n, row, "value", PROFILE_UNITS[row["unit"]], card, operation, file_kind)
+        elif file_kind == "profile" and row.get("status") == "ok":
+            _check_cell(path, n, row, "value", REAL, card, operation, file_kind)
+
+
+def _check_cell(path, n, row, col, how, card, operation, file_kind, required=False) -> None:
+    text = row.get(col)
+    if text is None:
+        return
+    try:
+        value = _number(text)
+    except ValueError:
+        raise ValueProblem(f"{_where(path, n, col)}: {text!r} is not a number") from None
+    if value is None:
+        if required:
+            raise ValueProblem(f"{_where(path, n, col)}: empty in a row whose status is ok; it must be {WHAT[TIME]}")
+        return
+    bound = card.flops(operation) if how == RATE_FLOPS else card.bytes(row, file_kind) if how == RATE_BYTES else None
+    why = _problem(value, how, bound)
+    if why:
+        raise ValueProblem(f"{_where(path, n, col)}: {text} {why}")
+
+
+def _agree(path: Path, n: int, row: dict, work: str, rate: str) -> None:
+    """Raise ValueProblem where a row's rate is not its work over its time (one of them was changed)."""
+    try:
+        w, r, ms = (_number(row.get(c) or "") for c in (work, rate, "ms"))
+    except ValueError:
+        return
+    if w is None or r is None or ms is None:
+        return
+    made = w / (ms * 1e6)
+    if abs(r - made) > AGREE * max(abs(r), abs(made)):
+        raise ValueProblem(
+            f"{_where(path, n, 'ms')}: {row['ms']} ms gives {made:.6g} for its {work} ({row[work]}) where the row "
+            f"says {rate} {row[rate]}: the time and the rate disagree"
+        )
+
+
+def _where(path: Path, n: int, col: str) -> str:
+    return f"{paths.shown(path)}: row {n} (line {n + 1}), column {col}"
+
+
+def check_json(path: Path) -> None:
+    """Raise ValueProblem where a JSON file cannot be read or holds a number that is not finite."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueProblem(f"{paths.shown(path)}: cannot be read ({type(exc).__name__}: {exc})") from None
+
+    def walk(x, key: str) -> None:
+        if isinstance(x, float) and not math.isfinite(x):
+            raise ValueProblem(f"{paths.shown(path)}: {key or 'the value'} is {x}: not finite")
+        for k, v in x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else []:
+            walk(v, f"{key}.{k}" if key else str(k))
+
+    walk(data, "")
+
+
+def check_folder(root: Path) -> int:
+    """Check every raw file of a run's folder (``results/`` or an archive: ``raw/*/samples.csv``, ``profile.csv``,
+    ``meta.json`` and ``raw/provenance.json``) against the card its provenance names; the number of files
+    checked. Raises ValueProblem at the first value that cannot be."""
+    prov = root / "raw" / "provenance.json"
+    gpu = {}
+    if prov.is_file():
+        check_json(prov)
+        found = json.loads(prov.read_text())
+        gpu = found.get("gpu") if isinstance(found, dict) and isinstance(found.get("gpu"), dict) else {}
+    card, done = Card(gpu), 1
+    for folder in sorted(p for p in (root / "raw").glob("*/") if p.is_dir()):
+        meta, operation = folder / "meta.json", None
+        if meta.is_file():
+            check_json(meta)
+            found = json.loads(meta.read_text())
+            operation = found.get("operation") if isinstance(found, dict) else None
+            done += 1
+        for name in ("samples.csv", "profile.csv"):
+            if (folder / name).is_file():
+                check_csv(folder / name, card, operation)
+                done += 1
+    return done
