@@ -17,10 +17,11 @@ from gpumm.build import commands as build_steps
 from gpumm.profile import commands as profile_steps
 from gpumm.report import commands as report_steps
 from gpumm.run import commands as run_steps
+from gpumm.setup import commands as setup_steps
 from gpumm.setup import records
 
 # pandas, CuPy and the measuring modules are imported by the steps that use them (a replay step copies a few files)
-STAGES = (build_steps, run_steps, profile_steps, archive_steps, analyse_steps, report_steps)
+STAGES = (setup_steps, build_steps, run_steps, profile_steps, archive_steps, analyse_steps, report_steps)
 
 # Help of the options every step shares; an option not here has its own help where it is added.
 OPTION_HELP = {
@@ -78,24 +79,17 @@ MISSING = {  # a module a step needs that this installation lacks: what it is an
 }
 
 
-USER_ERRORS = (  # errors that describe a user's input or setup: one line, exit 2, no traceback
-    ("gpumm.setup.catalog", "CatalogError"),
-    ("gpumm.setup.config", "ConfigError"),
-    ("gpumm.build.nvcc", "BuildError"),
-    ("gpumm.archive.reference", "ArchiveError"),
-    ("gpumm.profile.nvprof", "NvprofError"),
-    ("gpumm.run.gpulock", "Busy"),
-    ("gpumm.setup.manifest", "Damaged"),
-    ("gpumm.analyse.tables", "MixedRun"),
-    ("gpumm.setup.values", "ValueProblem"),
-    ("gpumm.report.execute", "Unreadable"),
-)
+# errors that describe a user's input or setup: one line, exit 2, no traceback (module.Class)
+USER_ERRORS = """gpumm.setup.catalog.CatalogError gpumm.setup.config.ConfigError gpumm.setup.manifest.Damaged
+gpumm.setup.values.ValueProblem gpumm.build.nvcc.BuildError gpumm.run.gpulock.Busy gpumm.profile.nvprof.NvprofError
+gpumm.archive.reference.ArchiveError gpumm.analyse.tables.MixedRun gpumm.report.execute.Unreadable""".split()
 
 
 def _user_error(exc: Exception) -> bool:
     """Whether ``exc`` is one of USER_ERRORS (or a missing file); a module not imported raised none of its own."""
     kinds = [FileNotFoundError]
-    kinds += [getattr(sys.modules[m], name) for m, name in USER_ERRORS if m in sys.modules]
+    found = [e.rsplit(".", 1) for e in USER_ERRORS]
+    kinds += [getattr(sys.modules[m], name) for m, name in found if m in sys.modules]
     return isinstance(exc, tuple(kinds))
 
 

@@ -114,6 +114,7 @@ def make_archive(root, name, date, variants):
     (arch / "raw" / "provenance.json").write_text(
         json.dumps({"date": date, "gpu": GPU, "git_commit": "abc123", "data_source": {"mode": "measure"}})
     )
+    reference.seal(arch)  # as `python -m gpumm archive` leaves it: an archive is used only with its manifest
     return arch
 
 
@@ -137,6 +138,7 @@ def test_replay_copies_flags_stale_and_lists_missing(tmp_path, monkeypatch):
     # the archived tile-16 run was made from another source: rewrite its digest
     meta = archive / "raw" / t16.id / "meta.json"
     meta.write_text(json.dumps({**json.loads(meta.read_text()), "digest": "0000"}))
+    reference.seal(archive)
     results = tmp_path / "results"
     assert replay.variant(naive, archive, results)["stale"] is False
     assert replay.variant(t16, archive, results)["stale"] is True

@@ -240,7 +240,7 @@ def test_every_command_a_measure_run_plans_is_one_the_command_line_accepts(tree,
     shutil.copytree(tree, copy, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
     shutil.copy2(paths.ROOT / config_file, copy / "config.yaml")
     text = _measure_plan(copy, 1)
-    commands = re.findall(r"python -m gpumm (?:--seal '[^']*' )?(.*?)(?: >| 2>| \||$)", text, re.M)
+    commands = re.findall(r"python -m gpumm (?:--seal '[^']*' )?(?:--seal-also \S+ )?(.*?)(?: >| 2>| \||$)", text, re.M)
     steps = set()
     for command in commands:
         args = shlex.split(command)

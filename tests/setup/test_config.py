@@ -223,3 +223,30 @@ def test_a_number_that_is_not_finite_is_refused_naming_its_key(key, value):
     given = yaml.safe_load(f"timing: {{{key}: {value}}}")["timing"]
     line = config.explain_sections(timing=config.defaults("timing") | given)
     assert line is not None and line.startswith(f"config: timing.{key} = ") and "not a finite number" in line
+
+
+def test_check_config_names_a_configfiles_yaml_error_by_line_and_column(tmp_path):
+    """Issue 37: Snakemake reads --configfile before the workflow and names no line; check-config does."""
+    import subprocess
+    import sys
+
+    def run(*files):
+        return subprocess.run(
+            [sys.executable, "-m", "gpumm", "check-config", *map(str, files)], capture_output=True, text=True
+        )
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tune: [true\nsizes: [16]\n")
+    out = run(bad)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip() == (
+        f"gpumm check-config: config file {bad}:2:6: did not find expected ',' or ']' (while parsing a flow "
+        "sequence at line 1)"
+    )
+    bad.write_text("sizes: [0]\n")
+    out = run(bad)
+    assert out.returncode == 2 and "config: sizes[0] = 0 is not allowed" in out.stderr
+    good = tmp_path / "good.yaml"
+    good.write_text("variants: {tiled: {TILE: [8]}}\n")
+    out = run(good)
+    assert out.returncode == 0 and out.stdout.startswith(f"config.yaml + {good}: a valid configuration (")

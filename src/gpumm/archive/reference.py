@@ -239,8 +239,10 @@ def unpack_file(src: Path, dst: Path) -> None:
 def pack(archive: Path) -> int:
     """Gzip the PTX and SASS of an archive made before they were kept packed (losslessly: unpacking gives the
     same bytes, which is checked before the original is removed), then write its manifest (:func:`seal`; an
-    archive whose files differ from the manifest it has is refused, not sealed); the number of files packed."""
-    check(archive)
+    archive whose files differ from the manifest it has is refused, not sealed; one made before archives kept a
+    manifest gets its first); the number of files packed."""
+    if (archive / MANIFEST).is_file():
+        check(archive)
     done = 0
     for f in sorted((archive / "build").glob("*/*")):
         if f.name in PACKED and f.is_file():
