@@ -777,3 +777,32 @@ def test_a_changed_page_csv_and_archive_reach_the_report_and_a_cut_notebook_is_n
     out = snakemake(work, "--config", "mode=replay")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "could not be made" not in (report / "seed001.html").read_text()
+
+
+def test_a_failed_build_names_the_variant_and_nvccs_first_error_on_the_console(tree, tmp_path):
+    """Issue 37: a build that fails inside the workflow says more than `Error in rule build`: the variant and
+    nvcc's first error line reach the console, with the log's path."""
+    from gpumm.build import nvcc
+
+    try:
+        nvcc.nvcc()
+    except nvcc.BuildError as exc:
+        pytest.skip(str(exc))
+    work = tmp_path / "tree"
+    shutil.copytree(tree, work, symlinks=True, ignore=shutil.ignore_patterns("results", ".snakemake"))
+    source = work / "kernels" / "matmul" / "naive.cu"
+    source.write_text(source.read_text() + "\nthis_is_not_cuda x;\n")
+    env = {**os.environ, "GPUMM_FAKE_GPU": json.dumps({"ok": True, "reason": "", "name": "fake", "arch": "sm_90"})}
+    cmd = [sys.executable, "-m", "snakemake", "results/build/naive/kernel.cubin", "--cores", "1"]
+    out = subprocess.run(
+        cmd + ["--config", "mode=measure", "only=[naive]", "gpu_worker=false"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert out.returncode != 0
+    line = next(x for x in out.stderr.splitlines() if x.startswith("gpumm build:"))
+    assert line.startswith("gpumm build: nvcc failed for naive (")
+    assert re.search(r"naive\.cu\(\d+\): error: .*this_is_not_cuda", line), line
+    assert "gpumm: (the step's whole output: results/logs/build/naive.log)" in out.stderr

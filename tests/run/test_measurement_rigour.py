@@ -173,7 +173,16 @@ GPU_COMMANDS = {
 }
 # steps that never touch the GPU themselves (the *-target steps run under ncu, inside a GPU step)
 CPU_COMMANDS = {"build", "build-micro", "replay", "replay-provenance", "replay-study", "collect", "index", "archive"}
-CPU_COMMANDS |= {"import-profile", "profile-target", "pages", "pages-check", "worker", "pack-archive", "docs"}
+CPU_COMMANDS |= {
+    "import-profile",
+    "profile-target",
+    "pages",
+    "pages-check",
+    "worker",
+    "pack-archive",
+    "docs",
+    "check-config",
+}
 
 
 def test_every_step_of_the_command_line_is_classified():
@@ -189,7 +198,7 @@ def _jobs(text):
     jobs = []
     for block in re.split(r"\n\[[^\]]+\]\n", text):
         rule = re.search(r"^(?:local)?rule (\w+):", block, re.M)
-        step = re.search(r"python -m gpumm (?:--seal '[^']*' )?([\w-]+)", block)
+        step = re.search(r"python -m gpumm (?:--seal '[^']*' )?(?:--seal-also \S+ )?([\w-]+)", block)
         if rule and step:
             res = re.search(r"^\s*resources: (.*)$", block, re.M)
             jobs.append((rule.group(1), res.group(1) if res else "", step.group(1)))
