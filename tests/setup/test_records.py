@@ -122,3 +122,13 @@ def test_json_the_project_writes_is_strict():
     text = files.json_text({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": -float("inf")}})
     assert json.loads(text) == {"a": None, "b": [1.0, None], "c": {"d": None}}
     assert "NaN" not in text and "Infinity" not in text
+
+
+def test_a_one_digit_edit_is_named_as_an_edit(tmp_path):
+    r = _results(tmp_path)
+    (r / "tables/summary.csv").write_text("variant,median_ms\nnaive,7.05\n")  # same lines and bytes
+    (found,) = records.check(r)
+    assert found.line == (
+        "results/tables/summary.csv: 2 lines, 29 bytes as its step wrote, other bytes (edited); collect makes the "
+        "tables again"
+    )

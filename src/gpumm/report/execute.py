@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 
 from gpumm.report import render
+from gpumm.setup import paths
 
 KERNEL = "python3"
 RESET_TAG = "gpumm-reset"
@@ -78,9 +79,9 @@ def read(notebook: Path) -> nbformat.NotebookNode:
         json.loads(text)
         return nbformat.reads(text, as_version=4)
     except json.JSONDecodeError as exc:
-        raise Unreadable(f"{notebook}:{exc.lineno}:{exc.colno}: not a notebook ({exc.msg})") from None
+        raise Unreadable(f"{paths.shown(notebook)}:{exc.lineno}:{exc.colno}: not a notebook ({exc.msg})") from None
     except (OSError, UnicodeDecodeError, nbformat.reader.NotJSONError, nbformat.ValidationError) as exc:
-        raise Unreadable(f"{notebook}: not a notebook ({type(exc).__name__}: {exc})") from None
+        raise Unreadable(f"{paths.shown(notebook)}: not a notebook ({type(exc).__name__}: {exc})") from None
 
 
 def _with_reset(notebook: Path) -> nbformat.NotebookNode:

@@ -112,6 +112,9 @@ def check(results: Path | None = None) -> list[Finding]:
         have = manifest.entry(file) if file.is_file() else None
         if have is None:
             line = f"{shown}: missing (its step wrote {want.get('lines')} lines); {_what(rel)}"
+        elif have["sha256"] != want["sha256"] and have["bytes"] == want.get("bytes"):
+            size = f"{have['lines']} lines, {have['bytes']} bytes as its step wrote, other bytes"
+            line = f"{shown}: {size} (edited); {_what(rel)}"
         elif have["sha256"] != want["sha256"]:
             line = (
                 f"{shown}: {have['lines']} lines, {have['bytes']} bytes where its step wrote {want.get('lines')} "
