@@ -13,18 +13,9 @@ The package does the work of the pipeline; Snakemake rules call it through ``pyt
 - ``report/``: the pages, their figures and labels, the front page.
 
 A module imports nothing from a later stage.
-
-Three old names stay importable: ``gpumm.catalog``, ``gpumm.operations`` and ``gpumm.cublas`` are
-``gpumm.setup.catalog``, ``gpumm.run.operations`` and ``gpumm.run.cublas``. ``run/launch.py`` imports them so:
-its bytes are part of every variant's digest (``Variant.digest``), so it is not edited for a move of other
-files, which would mark every archived measurement stale. Nothing else uses the old names (a test checks).
 """
 
-import importlib
-import importlib.abc
-import importlib.util
 import os
-import sys
 
 # CuPy's CUB accelerator (on by default) compiles a block reduction with NVRTC and the CUB headers at first use,
 # once per size class: 5.0 s for count_nonzero(~isfinite(x)) at 16 x 16 and 4.2 s more at 32 x 32 in a fresh
@@ -35,26 +26,3 @@ import sys
 os.environ.setdefault("CUPY_ACCELERATORS", "")
 
 __version__ = "0.1.0"
-
-MOVED = {
-    "gpumm.catalog": "gpumm.setup.catalog",
-    "gpumm.operations": "gpumm.run.operations",
-    "gpumm.cublas": "gpumm.run.cublas",
-}
-
-
-class _Moved(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds each old name of MOVED as the module it now is (the same module object, not a copy)."""
-
-    def find_spec(self, name, path, target=None):
-        return importlib.util.spec_from_loader(name, self) if name in MOVED else None
-
-    def create_module(self, spec):
-        return importlib.import_module(MOVED[spec.name])
-
-    def exec_module(self, module):
-        pass
-
-
-if not any(isinstance(f, _Moved) for f in sys.meta_path):
-    sys.meta_path.append(_Moved())

@@ -2,7 +2,6 @@
 the top level holds the entry points; no module grows past about 450 lines."""
 
 import ast
-import json
 from pathlib import Path
 
 from gpumm.archive import reference
@@ -35,32 +34,17 @@ def test_no_stage_imports_a_later_one():
     assert not late, late
 
 
-def test_the_old_names_serve_launch_py_alone():
-    """gpumm.catalog, gpumm.operations and gpumm.cublas exist for run/launch.py, whose bytes its variants' digests
-    read; nothing else uses them, and they are the modules themselves."""
-    import gpumm
-    import gpumm.catalog as old
-
-    assert old is catalog and set(gpumm.MOVED) == {"gpumm.catalog", "gpumm.operations", "gpumm.cublas"}
-    users = []
-    for f in sorted(PKG.rglob("*.py")):
-        mods = _imports(f)
-        if any(m in gpumm.MOVED for m in mods):
-            users.append(f.relative_to(PKG).as_posix())
-    assert users == ["run/launch.py"], users
-
-
-def test_the_archived_digests_match_this_code():
-    """The archive the report replays by default (the newest complete one) matches this code: every variant it
-    holds has the digest it recorded (moving run/launch.py, issue 17, had to leave them as they were). An older
-    archive may hold variants whose kernels changed since; the pages mark those stale."""
+def test_every_archive_is_current_for_this_code():
+    """Every archive certifies, for every variant it holds, today's digest (gpumm.setup.digest): measured with
+    it, migrated from the byte digest, or the same SASS (python -m gpumm certify)."""
     variants = catalog.expand({name: {} for name in catalog.load()})
-    newest = [p for p in reference.available() if reference.complete(p)][-1:]
-    assert newest, "no complete archive under data/reference/"
-    for archive in [p / "raw" / "provenance.json" for p in newest]:
-        recorded = json.loads(archive.read_text())["variant_digests"]
-        stale = [v.id for v in variants if v.id in recorded and recorded[v.id] != v.digest()]
-        assert not stale, (archive, stale)
+    archives = reference.available()
+    assert archives, "no archive under data/reference/"
+    for archive in archives:
+        held = {p.parent.name for p in (archive / "raw").glob("*/meta.json")}
+        certified = reference.certified(archive)
+        stale = [v.id for v in variants if v.id in held and certified.get(v.id) != v.digest()]
+        assert not stale, (archive.name, stale)
 
 
 def test_small_modules_and_a_thin_top_level():

@@ -108,22 +108,23 @@ def test_clock_summary_marks_a_fall_below_the_maximum_as_throttled():
 # ---------------------------------------------------------------- digests and configs
 
 
-def test_digest_covers_the_catalog_entry_and_the_launch_code(monkeypatch, tmp_path):
+def test_digest_covers_the_catalog_entry_and_the_methods_version(monkeypatch):
     import dataclasses
+
+    from gpumm.setup import digest
 
     v = catalog.from_id("tiled_tile16")
     base = v.digest()
     assert dataclasses.replace(v, block=("16", "8")).digest() != base
     assert dataclasses.replace(v, grid=("cdiv(N, 16)", "cdiv(M, 8)")).digest() != base
     assert dataclasses.replace(v, nvcc_flags=("-G",)).digest() != base
+    assert dataclasses.replace(v, arch="sm_90a").digest() != base
     bt = catalog.from_id("coalesced_bt_tile16")
     assert dataclasses.replace(bt, prepare=("transpose_b", ("16", "8"), bt.prepare[2])).digest() != bt.digest()
     blas = catalog.from_id("cpu_blas")
     assert dataclasses.replace(blas, threads=1).digest() != blas.digest()
-    launch = tmp_path / "launch.py"
-    launch.write_text(catalog.LAUNCH_CODE.read_text() + "\n# changed\n")
-    monkeypatch.setattr(catalog, "LAUNCH_CODE", launch)
-    assert v.digest() != base  # the launch code is part of every digest
+    monkeypatch.setattr(digest, "METHOD_VERSION", digest.METHOD_VERSION + 1)
+    assert v.digest() != base  # the method's version is part of every digest
 
 
 def test_replay_names_the_settings_the_archive_did_not_use():
@@ -182,6 +183,7 @@ CPU_COMMANDS |= {
     "pack-archive",
     "docs",
     "check-config",
+    "certify",
 }
 
 

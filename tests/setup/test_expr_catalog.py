@@ -78,7 +78,9 @@ def test_digest_follows_source_and_defines(tmp_path, monkeypatch):
     (copy / "matmul").mkdir(parents=True)
     (copy / "matmul" / "tiled.cu").write_text(a.source.read_text() + "\n// edited\n")
     monkeypatch.setattr(catalog.paths, "KERNELS", copy)
-    assert a.digest() != before  # an edit to the source changes the digest
+    assert a.digest() == before  # a comment changes nothing the build makes
+    (copy / "matmul" / "tiled.cu").write_text(a.source.read_text() + "\nstatic const int edited = 1;\n")
+    assert a.digest() != before  # a change of code does
 
 
 def test_the_steps_of_a_checked_catalog_do_not_check_it_again(tmp_path, monkeypatch):

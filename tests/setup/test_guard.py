@@ -90,3 +90,15 @@ def test_install_refuses_a_snakemake_without_the_hook():
 
     with pytest.raises(guard.GuardError, match="no Workflow._prepare_dag"):
         guard.install(Old(), [])
+
+
+def test_many_findings_are_named_up_to_a_screen_and_counted(results, capsys):
+    import shutil
+
+    for i in range(20):
+        (results / f"tables/t{i}.csv").write_text("x\n")
+    shutil.rmtree(results / ".records")
+    force = guard.before_run(results.parent, True, [], lambda f: True)
+    err = capsys.readouterr().err.splitlines()
+    assert len(force) == 24 and len(err) == guard.SAID + 1
+    assert err[-1] == f"gpumm: and {24 - guard.SAID} more results like these (each is made again)"

@@ -87,6 +87,26 @@ def record_step(log: Path, argv: list[str], started: float, rc: int) -> None:
     runrecord.append(log, argv, started, time.time(), rc, gpu)
 
 
+def cmd_certify(a):
+    from gpumm.archive import certify, reference
+
+    archives = [_archive(p) for p in a.archive] if a.archive else reference.available()
+    ids = [v for v in a.variants.split(",") if v] if a.variants else None
+    for archive in archives:
+        held = sorted(p.parent.name for p in (archive / "raw").glob("*/meta.json"))
+        variants = []
+        for vid in ids or held:
+            try:
+                variants.append(catalog.from_id(vid))
+            except catalog.CatalogError:
+                continue  # a study's folder, or a variant the catalog no longer has
+        lines = certify.certify(archive, variants)
+        for line in lines:
+            print(f"{archive.name}: {line}")
+        print(f"{archive.name}: {len(variants) - len(lines)} current, {len(lines)} checked")
+    return 0
+
+
 def register(sub) -> None:
     """Add this stage's steps to the command line's subparsers."""
     s = sub.add_parser("provenance", help="record where this run measures")
@@ -122,6 +142,11 @@ def register(sub) -> None:
     )
     s.add_argument("--archive", required=True)
     s.set_defaults(fn=cmd_replay_study)
+
+    s = sub.add_parser("certify", help="certify archives for today's code where its SASS is the archived one")
+    s.add_argument("--archive", action="append", help="an archive (default: every one under data/reference/)")
+    s.add_argument("--variants", default="", help="comma-separated variant names (default: every one it holds)")
+    s.set_defaults(fn=cmd_certify)
 
     s = sub.add_parser("archive", help="copy a measured results/ into data/reference/<gpu>/")
     s.add_argument("--results", type=Path, default=paths.RESULTS, help="the measured results folder (default results/)")

@@ -13,6 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
+from gpumm.setup import digest as variant_digest
 from gpumm.setup import manifest, paths, values
 
 KEEP_RAW = ("samples.csv", "meta.json", "profile.csv", "ncu.log")
@@ -27,6 +28,33 @@ class ArchiveError(RuntimeError):
 
 
 MANIFEST = "MANIFEST.json"  # every file of an archive, as written (gpumm.setup.manifest)
+# each variant's digest under the token scheme (gpumm.setup.digest) that the archive's numbers stand for, and how
+# that was established: measured with it, migrated from the byte digest, or the same SASS (python -m gpumm certify)
+CERTIFIED = "DIGESTS.json"
+
+
+def certified(archive: Path) -> dict[str, str]:
+    """variant -> the digest the archive certifies its numbers for ({} where it certifies none)."""
+    try:
+        record = json.loads((archive / CERTIFIED).read_text())
+    except (OSError, ValueError):
+        return {}
+    if record.get("scheme") != variant_digest.SCHEME:
+        return {}
+    return {vid: e["digest"] for vid, e in (record.get("variants") or {}).items() if isinstance(e, dict)}
+
+
+def write_certified(archive: Path, entries: dict[str, dict]) -> None:
+    """Record ``entries`` (variant -> {digest, how, ...}) over what the archive certified, then seal the archive."""
+    try:
+        record = json.loads((archive / CERTIFIED).read_text())
+    except (OSError, ValueError):
+        record = {}
+    if record.get("scheme") != variant_digest.SCHEME:
+        record = {"scheme": variant_digest.SCHEME, "variants": {}}
+    record["variants"] = dict(sorted({**record.get("variants", {}), **entries}.items()))
+    (archive / CERTIFIED).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    seal(archive)
 
 
 def provenance(archive: Path) -> dict:
@@ -219,7 +247,12 @@ def write(results: Path, root: Path = paths.REFERENCE, name: str | None = None) 
     shutil.copy2(results / "raw" / "provenance.json", tmp / "raw" / "provenance.json")
     if (results / "run.json").is_file():  # what the run cost (gpumm.archive.runrecord)
         shutil.copy2(results / "run.json", tmp / "run.json")
-    seal(tmp)
+    measured = {}  # each variant's numbers stand for the digest it was measured with
+    for meta in sorted((tmp / "raw").glob("*/meta.json")):
+        found = json.loads(meta.read_text())
+        if isinstance(found, dict) and found.get("digest"):
+            measured[meta.parent.name] = {"digest": found["digest"], "how": "measured"}
+    write_certified(tmp, measured)
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return dest

@@ -39,7 +39,8 @@ def variant(v: Variant, archive: Path, results: Path = paths.RESULTS) -> dict:
         for f in ("meta.json", "samples.csv", "profile.csv"):
             _as_archived(src / f, archive)
         meta = json.loads((src / "meta.json").read_text())
-        archived = meta.get("digest")
+        # the digest the archive certifies its numbers for (gpumm.setup.digest), else the one measured with them
+        archived = reference.certified(archive).get(v.id) or meta.get("digest")
         meta.update(
             origin="replayed", archive=archive.name, archived_digest=archived, digest=current, stale=archived != current
         )
@@ -186,6 +187,9 @@ def provenance(
     and the settings of this run's configuration that the archived run did not use."""
     _as_archived(archive / "raw" / "provenance.json", archive)
     prov = json.loads((archive / "raw" / "provenance.json").read_text())
+    measured = prov.get("variant_digests", {})
+    prov["variant_digests"] = {**measured, **reference.certified(archive)}  # as the archive certifies them now
+    prov["variant_digests_measured"] = measured
     prov["variant_digests_now"] = digests_now
     differs = config_differences(prov.get("config"), current_config, prov.get("config_digest", ""), config_digest)
     prov["data_source"] = {

@@ -17,8 +17,8 @@ in its ``status`` and ``reason`` and the run carries on.
 
 **Per-variant reuse.** The session writes one ``profile.csv`` per variant,
 and keeps a copy under ``results/cache/profile/<variant>/<key>/``, the key a
-digest of what decides the profile: the variant's digest (source, catalog
-entry, launch code), its built binary, the sizes, the metrics, the seed and
+digest of what decides the profile: the variant's digest (code, catalog
+entry, method version), its built binary, the sizes, the metrics, the seed and
 the GPU's UUID. A variant whose key is there is not profiled again: an edit
 to one kernel re-profiles that kernel alone. Remove ``results/cache`` to
 profile everything afresh.

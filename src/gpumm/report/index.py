@@ -343,8 +343,8 @@ def run_page(tables: Path, source: dict) -> str:
 {config_note}
 <h2 id="variants">Variants</h2>
 <p>In the ladder's order, each with the study IDs of its family (a family's builds share them). <i>stale</i>: the
-variant's source, catalog entry or launch code changed since the archived run, so its numbers are for the old code;
-<i>not measured</i>: not in the archived run, no numbers.
+variant's code, catalog entry or the method's version changed since the archived run, so its numbers are for the
+old code; <i>not measured</i>: not in the archived run, no numbers.
 {"Every variant here is neither." if not v["note"].astype(bool).any() else ""}</p>
 {_table(shown, ("studies",))}
 <h2 id="profiles">Profiles</h2>
@@ -354,7 +354,8 @@ variant's source, catalog entry or launch code changed since the archived run, s
 {prov_rows}
 </table></div>
 <h3>Variant digests</h3>
-<p>A digest covers a variant's source, its catalog entry and the launch code; one that differs from the archived
-run's marks the variant stale.</p>
+<p>A digest covers a variant's code (its source and includes, comments and blank space left out), its catalog
+entry and the measurement method's version; one that differs from the digest the archive certifies marks the
+variant stale.</p>
 {_table(dig) if len(dig) else "<p>(none recorded)</p>"}
 """

@@ -3,9 +3,10 @@
 The catalog says what to launch (entry point, block and grid expressions, an
 optional preparation kernel, a compiled host function, a thread count); this
 module holds only the launch. GPU variants take device-visible CuPy arrays
-from a memory mode, CPU variants NumPy arrays. The digest of every variant
-covers this file (:meth:`gpumm.catalog.Variant.digest`): cuBLAS and the CPU
-baselines are defined here entirely.
+from a memory mode, CPU variants NumPy arrays. cuBLAS and the CPU baselines
+are defined here entirely: a change to how they (or any variant) are launched
+raises the method's version (gpumm.setup.digest.METHOD_VERSION), which every
+variant's digest covers.
 """
 
 import ctypes
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpumm.catalog import Variant
+from gpumm.setup.catalog import Variant
 
 
 @dataclass
@@ -103,7 +104,7 @@ class Launcher:
 
     def _other(self, arrays) -> Bound:
         """A kernel of another operation (transpose, copy): its arguments come from the operation."""
-        from gpumm import operations
+        from gpumm.run import operations
 
         *inputs, out = arrays
         M, N = inputs[0].shape
@@ -137,7 +138,7 @@ class Launcher:
         """cublasSgemm on the current stream, through a handle of our own (capturable in a CUDA graph)."""
         import cupy
 
-        from gpumm import cublas
+        from gpumm.run import cublas
 
         stream = cupy.cuda.get_current_stream().ptr
         try:

@@ -10,17 +10,14 @@ import copy
 import dataclasses
 import hashlib
 import itertools
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpumm.setup import expr, paths, yamlfile
+from gpumm.setup import digest, expr, paths, yamlfile
 
 MAX_THREADS_PER_BLOCK = 1024
-# how every variant is launched: part of its digest (its bytes, so it is never edited for a move: see gpumm/__init__)
-LAUNCH_CODE = Path(__file__).resolve().parents[1] / "run" / "launch.py"
 
 
 class CatalogError(ValueError):
@@ -121,23 +118,13 @@ class Variant:
         return (float(expr.evaluate(self.flops, names)), float(expr.evaluate(self.bytes, names)))
 
     def digest(self) -> str:
-        """Digest of everything that decides what this variant runs.
-
-        Its catalog entry as expanded (kind, entry, defines, flags, launch
-        geometry, preparation, threads, work model), the bytes of its source
-        and of every file it includes, and the launch code (``launch.py``,
-        which defines cuBLAS and the CPU baselines entirely): a change to any
-        of them marks an archived measurement stale.
-        """
-        h = hashlib.sha256()
+        """Digest of everything that decides what this variant runs (gpumm.setup.digest): its catalog entry as
+        expanded (kind, entry, defines, flags, launch geometry, preparation, threads, work model, target), the
+        tokens of its source and of every file it includes, and the measurement method's version. A change to
+        any of them marks an archived measurement stale, unless ``python -m gpumm certify`` finds the same SASS."""
         entry = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("label", "studies", "rung_below")}
-        if entry["arch"] is None:  # a field added later counts where it is set: older digests stand
-            del entry["arch"]
-        h.update(json.dumps(entry, sort_keys=True, default=list).encode())
-        for f in self.inputs():
-            h.update(f.read_bytes())
-        h.update(LAUNCH_CODE.read_bytes())
-        return h.hexdigest()[:16]
+        sources = {f.relative_to(paths.KERNELS).as_posix(): f.read_text() for f in self.inputs()}
+        return digest.of(entry, sources)
 
 
 def read_yaml(text: str, name: str = "<string>"):

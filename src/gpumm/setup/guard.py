@@ -20,6 +20,9 @@ from pathlib import Path
 from gpumm.setup import locks, paths, records
 
 
+SAID = 8  # the findings named one by one; more are counted (a tree whose records are gone has hundreds)
+
+
 class GuardError(RuntimeError):
     """The run must not start (another one holds the folder); the message is one line."""
 
@@ -68,8 +71,10 @@ def before_run(workdir: Path, dry: bool, notices: list[str], makes: Callable[[st
             _say(f"removed {len(stale)} lock(s) a killed run left in .snakemake/locks; resuming")
     results = workdir / paths.RESULTS.name
     say, force = plan(records.check(results), makes, results)
-    for line in say:
+    for line in say[:SAID] if len(say) > SAID + 1 else say:
         _say(line)
+    if len(say) > SAID + 1:
+        _say(f"and {len(say) - SAID} more results like these (each is made again)")
     return force
 
 

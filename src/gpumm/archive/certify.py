@@ -1,0 +1,54 @@
+"""Certify an archive for today's code where the code changed in its tokens but not in what it generates.
+
+A variant's digest (gpumm.setup.digest) changes with any token of its kernel file or includes. Where a refactor
+changed the tokens and not the machine code, the archived numbers still stand for it: :func:`certify` builds
+each CUDA variant whose digest the archive does not certify, compares the SASS with the SASS the archive keeps
+(byte for byte, as ``cuobjdump`` writes it), and where they are the same records today's digest as certified
+(``how``: the SASS and the nvcc that built it) in the archive's DIGESTS.json. Nothing is measured; any machine
+with nvcc does it, no GPU needed. A variant whose SASS differs, or that has no kernel (cuBLAS, the CPU
+baselines: their digest is their catalog entry and the method's version), stays stale: measure it again.
+"""
+
+import gzip
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from gpumm.archive import reference
+from gpumm.build import nvcc
+from gpumm.setup.catalog import Variant
+
+
+def _nvcc_version() -> str:
+    out = subprocess.run([nvcc.nvcc(), "--version"], capture_output=True, text=True, check=False).stdout
+    return next((line.strip() for line in out.splitlines() if "release" in line), "nvcc")
+
+
+def certify(archive: Path, variants: list[Variant]) -> list[str]:
+    """Certify ``archive`` for each of ``variants`` it holds whose SASS today is the archived one; one line per
+    variant that was not current: certified, or stale and why."""
+    have, lines, entries, version = reference.certified(archive), [], {}, None
+    with tempfile.TemporaryDirectory(prefix="gpumm-certify-") as tmp:
+        for v in variants:
+            if not (archive / "raw" / v.id / "meta.json").is_file():
+                continue  # not in this archive
+            now = v.digest()
+            if have.get(v.id) == now:
+                continue
+            sass = archive / "build" / v.id / "kernel.sass.gz"
+            if not v.is_cuda or not sass.is_file():
+                lines.append(f"{v.id}: stale (no archived SASS to compare: measure it again)")
+                continue
+            resources = json.loads((archive / "build" / v.id / "resources.json").read_text())
+            out = Path(tmp) / v.id
+            nvcc.build(v, resources.get("arch") or "sm_90", out)
+            if (out / "kernel.sass").read_bytes() != gzip.decompress(sass.read_bytes()):
+                lines.append(f"{v.id}: stale (its SASS differs from the archived build's: measure it again)")
+                continue
+            version = version or _nvcc_version()
+            entries[v.id] = {"digest": now, "how": f"sass: the archived build's, built again with {version}"}
+            lines.append(f"{v.id}: certified (the same SASS as the archived build)")
+    if entries:
+        reference.write_certified(archive, entries)
+    return lines

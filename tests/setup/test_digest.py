@@ -1,0 +1,87 @@
+"""Issue 38: a variant's digest is what builds it in substance: a comment or a reflowed line leaves every
+archive current; a change of code marks exactly the variants built from it; a refactor whose SASS is the
+archived one is certified again without measuring (python -m gpumm certify)."""
+
+import shutil
+
+import pytest
+
+from gpumm.archive import certify, reference
+from gpumm.setup import catalog, digest, paths
+
+
+def _all():
+    return catalog.expand({name: {} for name in catalog.load()})
+
+
+@pytest.fixture()
+def kernels(tmp_path, monkeypatch):
+    """A copy of kernels/ the catalog reads instead (its files may be edited)."""
+    dest = tmp_path / "kernels"
+    shutil.copytree(paths.KERNELS, dest)
+    monkeypatch.setattr(paths, "KERNELS", dest)
+    return dest
+
+
+def test_tokens_drop_comments_and_blank_space_and_keep_directives_apart():
+    a = 'int x = 1; // one\n/* a\n block */ float y=2.0f;\n#define N 4\nchar *s = "a // b";\n'
+    b = 'int   x =\n    1;\nfloat y = 2.0f ;  /* reflowed */\n#define N 4\nchar *s = "a // b";'
+    assert digest.tokens(a) == digest.tokens(b)
+    assert "\n" in digest.tokens(a) and '"a // b"' in digest.tokens(a)  # a string is not a comment
+    assert digest.tokens("#define N 4\nint x;") != digest.tokens("#define N 4 int x;")  # a directive ends its line
+    assert digest.tokens("int x = 1;") != digest.tokens("int x = 2;")
+
+
+def test_a_comment_only_edit_of_every_kernel_file_leaves_every_digest(kernels):
+    before = {v.id: v.digest() for v in _all()}
+    for f in sorted(kernels.rglob("*.cu")) + sorted(kernels.rglob("*.cuh")) + sorted(kernels.rglob("*.c")):
+        text = f.read_text()
+        f.write_text("// a note added at the top\n/* and a block\n   comment */\n" + text.replace(";\n", ";  // \n", 3))
+    assert {v.id: v.digest() for v in _all()} == before
+
+
+def test_a_change_of_code_marks_exactly_the_variants_built_from_it(kernels):
+    before = {v.id: v.digest() for v in _all()}
+    header = "matmul/tile_io.cuh"
+    f = kernels / header
+    f.write_text(f.read_text() + "\nstatic const int gpumm_test_changed = 1;\n")
+    users = {v.id for v in _all() if v.file == header or header in v.includes}
+    assert users, "no variant includes " + header
+    changed = {vid for vid, d in {v.id: v.digest() for v in _all()}.items() if d != before[vid]}
+    assert changed == users
+
+
+def test_every_archive_certifies_the_variants_it_holds_for_this_code():
+    for archive in reference.available():
+        certified = reference.certified(archive)
+        held = {p.parent.name for p in (archive / "raw").glob("*/meta.json")}
+        ids = {v.id for v in _all()} & held
+        assert ids and all(certified.get(vid) == catalog.from_id(vid).digest() for vid in ids), archive.name
+
+
+def test_a_refactor_with_the_same_sass_is_certified_and_a_real_change_stays_stale(kernels, tmp_path):
+    from gpumm.build import nvcc
+
+    try:
+        nvcc.nvcc()
+    except nvcc.BuildError as exc:
+        pytest.skip(str(exc))
+    archive = tmp_path / "h100"
+    shutil.copytree(paths.REFERENCE / "h100", archive)
+    naive = kernels / "matmul" / "naive.cu"
+    text = naive.read_text()
+    renamed = text.replace("float acc", "float sum_ab").replace("acc +=", "sum_ab +=").replace("= acc", "= sum_ab")
+    assert renamed != text, "naive.cu has no accumulator named acc"
+    naive.write_text(renamed)
+    v = catalog.from_id("naive")
+    assert reference.certified(archive)["naive"] != v.digest()  # the tokens changed: stale until certified
+    assert certify.certify(archive, [v]) == ["naive: certified (the same SASS as the archived build)"]
+    assert reference.certified(archive)["naive"] == v.digest()
+    assert reference.check(archive) is None  # sealed again with its DIGESTS.json
+    naive.write_text(renamed.replace("sum_ab +=", "sum_ab -="))
+    v = catalog.from_id("naive")
+    assert certify.certify(archive, [v]) == [
+        "naive: stale (its SASS differs from the archived build's: measure it again)"
+    ]
+    blas = catalog.from_id("cublas")
+    assert certify.certify(archive, [blas]) == []  # current: nothing to do
