@@ -19,7 +19,6 @@ from pathlib import Path
 
 from gpumm.setup import locks, paths, records
 
-
 SAID = 8  # the findings named one by one; more are counted (a tree whose records are gone has hundreds)
 
 
