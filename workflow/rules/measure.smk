@@ -5,14 +5,13 @@
 # graph capture) on the H100 run of 2026-11-24: transpose_rows_block_rows8 took 9.5 s there (its 16 x 16 set
 # 4.8 s) against 0.5 s in the run before, with the same medians. The GPU steps are the run's critical path.
 #
-# Every job that uses the GPU declares `resources: gpu=1`; the workflow's
-# default profile (workflow/profiles/default, found through the top-level
-# profiles/ link) limits the run to gpu=1, so that two GPU jobs never share
-# the GPU however many cores Snakemake is given, while builds, collection and
-# notebooks run in parallel. A CPU measurement takes every core, so that it
-# runs alone.
+# Every job that uses the GPU declares `resources: gpu=1`; the workflow sets the run's `gpu` limit to the
+# number of GPUs it uses (config `gpus`, gpumm/run/devices.py), each GPU job claiming a device of its own, so
+# that two GPU jobs never share a GPU however many cores Snakemake is given, while builds, collection and
+# notebooks run in parallel. A CPU measurement takes every core, so that it runs alone.
 
 
+# Compile a CUDA variant (nvcc, its catalog defines and flags): cubin, PTX, SASS and ptxas's resource report.
 rule build:
     input:
         source=kernel_source,
@@ -35,6 +34,7 @@ rule build:
         " --out-dir results/build/{wildcards.variant} > {log} 2>&1 || said {log}"
 
 
+# Compile a CPU baseline's C function into a shared object.
 rule build_host:
     input:
         source=kernel_source,
@@ -51,6 +51,7 @@ rule build_host:
         " --out-dir results/build/{wildcards.variant} > {log} 2>&1 || said {log}"
 
 
+# Verify a variant at every shape it is timed at, then time it (gpumm/run/measure.py): its samples and metadata.
 rule measure:
     input:
         binary=binary,
@@ -133,6 +134,7 @@ PROFILE_PLAN = {
 }
 
 
+# Every profile in one Nsight Compute session (gpumm/profile/session.py; the plan above).
 rule profile:
     input:
         binaries=expand("results/build/{variant}/kernel.cubin", variant=CUDA_IDS),
@@ -159,6 +161,7 @@ rule profile:
         " {params.disabled} --results results 2>&1 | tee {log}"
 
 
+# Where the run measures: the GPU, its clocks and limits, the software, the commit and the configuration.
 rule provenance:
     output:
         "results/raw/provenance.json",
@@ -179,6 +182,7 @@ rule provenance:
         " --out {output} > {log} 2>&1 || said {log}"
 
 
+# Compile a micro-benchmark of the catalog (the access patterns, the empty kernel).
 rule build_micro:
     input:
         lambda w: f"kernels/{MICRO[w.micro]['file']}",
@@ -200,6 +204,7 @@ rule build_micro:
         " --out-dir results/build/{wildcards.micro} > {log} 2>&1 || said {log}"
 
 
+# The coalescing micro-benchmark: each access pattern timed and profiled, in the L2 and in DRAM.
 rule coalescing:
     input:
         cubin="results/build/access_patterns/kernel.cubin",
@@ -220,6 +225,7 @@ rule coalescing:
         " --timing '{params.timing}' --seed {params.seed} --out-dir results/raw/coalescing 2>&1 | tee {log}"
 
 
+# The copy bandwidths: host to device and back (pinned and pageable), device to device.
 rule bandwidth:
     output:
         "results/raw/bandwidth/samples.csv",
@@ -237,6 +243,7 @@ rule bandwidth:
         " --out-dir results/raw/bandwidth > {log} 2>&1 || said {log}"
 
 
+# The memory hierarchy: pointer-chasing latency and each level's bandwidth.
 rule hierarchy:
     input:
         cubin="results/build/memory_hierarchy/kernel.cubin",
@@ -255,6 +262,7 @@ rule hierarchy:
         " --out-dir results/raw/hierarchy 2>&1 | tee {log}"
 
 
+# The launch overhead: an empty kernel launched alone, in a stream and in a graph.
 rule overhead:
     input:
         cubin="results/build/launch_overhead/kernel.cubin",

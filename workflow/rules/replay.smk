@@ -52,6 +52,7 @@ rule replay_library_variant:
         " --archive {input.archive} > {log} 2>&1 || said {log}"
 
 
+# The archived run's provenance, marked replayed, with today's digests and the settings it did not use.
 rule replay_provenance:
     input:
         archive=f"{ARCHIVE}/raw/provenance.json",
@@ -73,6 +74,7 @@ rule replay_provenance:
         " --config-digest {params.config_digest} --config {params.config} 2>&1 | tee {log}"
 
 
+# The archived coalescing study: samples, profile, and the micro-benchmark's build report.
 rule replay_coalescing:
     input:
         archive=f"{ARCHIVE}/raw/provenance.json",
@@ -93,6 +95,7 @@ rule replay_coalescing:
         "python -m gpumm --seal '{output}' replay-study --study coalescing --archive {input.archive} > {log} 2>&1 || said {log}"
 
 
+# The archived copy bandwidths.
 rule replay_bandwidth:
     input:
         archive=f"{ARCHIVE}/raw/provenance.json",
@@ -108,6 +111,7 @@ rule replay_bandwidth:
         "python -m gpumm --seal '{output}' replay-study --study bandwidth --archive {input.archive} > {log} 2>&1 || said {log}"
 
 
+# The archived launch overhead.
 rule replay_overhead:
     input:
         archive=f"{ARCHIVE}/raw/provenance.json",
@@ -123,6 +127,7 @@ rule replay_overhead:
         "python -m gpumm --seal '{output}' replay-study --study overhead --archive {input.archive} > {log} 2>&1 || said {log}"
 
 
+# The archived memory hierarchy study.
 rule replay_hierarchy:
     input:
         archive=f"{ARCHIVE}/raw/provenance.json",
@@ -138,6 +143,7 @@ rule replay_hierarchy:
         "python -m gpumm --seal '{output}' replay-study --study hierarchy --archive {input.archive} > {log} 2>&1 || said {log}"
 
 
+# The archived paired comparisons of the races.
 rule replay_paired:
     input:
         archive=f"{ARCHIVE}/raw/provenance.json",

@@ -7,6 +7,7 @@ TABLES = [f"results/tables/{name}.csv" for name in TABLE_NAMES] + [
 ]
 
 
+# Every tidy table of results/tables/ from the raw files, each value checked first (gpumm/analyse/tables.py).
 rule collect:
     input:
         unpack(collected_inputs),
@@ -60,6 +61,7 @@ rule pages:
         " --notebooks-out results/notebooks --out results/report --status {output.status} > {log} 2>&1 || said {log}"
 
 
+# The front page (headlines, claims, pages) and the run page (method, variants, profiles, provenance).
 rule index:
     input:
         TABLES,

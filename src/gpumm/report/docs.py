@@ -18,6 +18,7 @@ import pandas as pd
 
 from gpumm.analyse import headlines, paired, tables
 from gpumm.archive import reference
+from gpumm.report import manual
 from gpumm.setup import catalog, paths, yamlfile
 
 README = paths.ROOT / "README.md"
@@ -360,7 +361,15 @@ def blocks(runs: list[Archived]) -> dict[Path, dict[str, str]]:
         DOCS / "running.md": {"study-cost": cost_table(runs)},
         DOCS / "configuration.md": {"config-keys": config_table()},
         DOCS / "kernels.md": {"kernel-families": kernel_table()},
+        DOCS / "tables.md": {"rules": manual.rules_table(), "tables": manual.tables_page(_columns(runs))},
+        DOCS / "sources.md": {"sources": manual.sources_table()},
     }
+
+
+def _columns(runs: list[Archived]) -> dict[str, list[str]]:
+    """Each table's columns, from the newest archive's tables."""
+    newest = max(runs, key=lambda a: str(a.provenance.get("date", "")), default=None)
+    return {name: list(df.columns) for name, df in (newest.tables if newest else {}).items()}
 
 
 def fill(text: str, generated: dict[str, str], where: str) -> str:

@@ -27,7 +27,8 @@ RESET = 'import matplotlib.pyplot\nmatplotlib.pyplot.close("all")\n%reset -f'
 
 
 # Seconds each page took on one kernel (a replay on the 2-core CI machine, 2026-11-23): how the pages are split
-# into groups of about equal work when they run side by side; a page not listed counts as 2.
+# into groups of about equal work when they run side by side; a page not listed counts as 2 (the tensor
+# page, added after that replay, is not timed here).
 WEIGHT = {
     "ladder": 3,
     "seed000": 3,

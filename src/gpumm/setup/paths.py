@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from gpumm.setup.table_index import TABLES
+
 ROOT = Path(__file__).resolve().parents[3]  # src/gpumm/setup/paths.py -> the checkout
 KERNELS = ROOT / "kernels"
 CATALOG = KERNELS / "catalog.yaml"
@@ -14,49 +16,8 @@ PUBLISHED = ROOT / "data" / "published" / "published_numbers.csv"
 STUDIES = ROOT / "data" / "studies.csv"  # every artefact's ID, source, what it shows, and its page
 IMPORTED = ROOT / "data" / "imported"  # profiles imported from nvprof (python -m gpumm import-profile)
 
-# The tables `collect` writes into results/tables/ (CSV), besides source.json.
-TABLE_NAMES = (
-    "samples",
-    "summary",
-    "profiles",
-    "resources",
-    "variants",
-    "published",
-    "loops",
-    "estimate",
-    "ladder",
-    "bf16_ladder",
-    "claim_cases",
-    "claim_verdicts",
-    "kernel_notes",
-    "roofline",
-    "bf16_roofline",
-    "bandwidth",
-    "coalescing",
-    "coalescing_summary",
-    "coalescing_profile",
-    "coalescing_ratio",
-    "overhead",
-    "verification",
-    "profile_summary",
-    "crossover",
-    "transpose",
-    "transpose_goal",
-    "hierarchy_latency",
-    "hierarchy_levels",
-    "hierarchy_bandwidth",
-    "device_memory",
-    "cgma",
-    "imported_profiles",
-    "imported_summary",
-    "compare",
-    "study_cost",
-    "headlines",
-    "tuning",
-    "paired",
-    "paired_members",
-    "verdicts",
-)
+# The tables `collect` writes into results/tables/ (CSV), besides source.json: gpumm.setup.table_index.
+TABLE_NAMES = tuple(TABLES)
 
 # Relative to the working directory of a run (the Snakemake workdir).
 RESULTS = Path("results")
