@@ -17,16 +17,16 @@
 // elements inside C are written, so M, N and K are arbitrary.
 
 #ifndef BM
-#define BM 64
+#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef BN
-#define BN 64
+#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef BK
-#define BK 8
+#error "BK is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef TM
-#define TM 8
+#error "TM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #define NT (BM * BN / TM)
 

@@ -15,19 +15,19 @@
 // cdiv(M, BM)). Edges: zero-filled tiles, guarded stores; any M, N, K.
 
 #ifndef BM
-#define BM 128
+#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef BN
-#define BN 128
+#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef BK
-#define BK 8
+#error "BK is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef TM
-#define TM 8
+#error "TM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef TN
-#define TN 8
+#error "TN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #define NT ((BM / TM) * (BN / TN))
 

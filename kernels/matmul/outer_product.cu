@@ -21,17 +21,20 @@
 // Edges: A's tile is zero-padded; B beyond K or N reads as zero; only columns
 // and rows inside C are written.
 
+// BM: rows of the C tile: accumulators per thread
 #ifndef BM
-#define BM 16  // rows of the C tile: accumulators per thread
+#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
+// BN: columns of the C tile: threads per block
 #ifndef BN
-#define BN 64  // columns of the C tile: threads per block
+#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
+// BK: depth of A's tile
 #ifndef BK
-#define BK 16  // depth of A's tile
+#error "BK is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef UNROLL_K
-#define UNROLL_K 0
+#error "UNROLL_K is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef LAUNCH_BOUNDS
 #define LAUNCH_BOUNDS 1

@@ -44,7 +44,7 @@
 #define SK_MAX_BLOCKS 160  // the workspace: 2 tiles of 128 KiB per block, 40 MiB
 #endif
 #ifndef SK_IDLE_PCT
-#define SK_IDLE_PCT 25
+#error "SK_IDLE_PCT is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 constexpr int TILE_FLOATS = WMITER * TM * WNITER * TN * NT;  // BM * BN, as the threads hold it
 

@@ -22,7 +22,7 @@
 #include "tile_io.cuh"
 
 #ifndef BK
-#define BK 16
+#error "BK is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #define A_SWIZZLE(k) ((((k) >> 2) % (BK / 4)) * (128 / BK))
 

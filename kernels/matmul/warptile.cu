@@ -22,28 +22,28 @@
 #include "tile_io.cuh"
 
 #ifndef BM
-#define BM 128
+#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef BN
-#define BN 128
+#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef BK
-#define BK 16
+#error "BK is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef WM
-#define WM 64
+#error "WM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef WN
-#define WN 64
+#error "WN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef WNITER
-#define WNITER 4
+#error "WNITER is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef TM
-#define TM 8
+#error "TM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef TN
-#define TN 4
+#error "TN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef A_SWIZZLE
 #define A_SWIZZLE(k) 0  // where row k of the transposed A tile is XOR-swizzled (swizzled.cu); 0: not at all

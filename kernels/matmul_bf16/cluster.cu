@@ -21,22 +21,23 @@
 #include "hopper.cuh"
 
 #ifndef NCONS
-#define NCONS 2
+#error "NCONS is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef BN
-#define BN 256
+#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef STAGES
-#define STAGES 4
+#error "STAGES is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef GM
-#define GM 8
+#error "GM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef STORE
-#define STORE 0
+#error "STORE is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
+// MC: 0: the pair shares B (two tile-rows); 1: the pair shares A (two tile-columns)
 #ifndef MC
-#define MC 0  // 0: the pair shares B (two tile-rows); 1: the pair shares A (two tile-columns)
+#error "MC is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #define BM (64 * NCONS)
 #define BK 64

@@ -16,19 +16,19 @@
 #include <stdint.h>
 
 #ifndef BM
-#define BM 128
+#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef BN
-#define BN 256
+#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef WM
-#define WM 64
+#error "WM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef WN
-#define WN 64
+#error "WN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef STAGES
-#define STAGES 4
+#error "STAGES is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #define BK 64
 #define NWARPS ((BM / WM) * (BN / WN))

@@ -27,19 +27,19 @@
 #include "hopper.cuh"
 
 #ifndef BN
-#define BN 128
+#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef STAGES
-#define STAGES 6
+#error "STAGES is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef GM
-#define GM 16
+#error "GM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef STORE
-#define STORE 1
+#error "STORE is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef CL
-#define CL 1
+#error "CL is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #define BM 128
 #define BK 64

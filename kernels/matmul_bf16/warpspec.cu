@@ -16,13 +16,13 @@
 #include "hopper.cuh"
 
 #ifndef NCONS
-#define NCONS 2
+#error "NCONS is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef BN
-#define BN 256
+#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef STAGES
-#define STAGES 4
+#error "STAGES is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #define BM (64 * NCONS)
 #define BK 64

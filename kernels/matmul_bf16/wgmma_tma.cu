@@ -24,10 +24,10 @@
 #define BM 128
 #endif
 #ifndef BN
-#define BN 256
+#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef STAGES
-#define STAGES 3
+#error "STAGES is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #define BK 64
 #define NWG (BM / 64)

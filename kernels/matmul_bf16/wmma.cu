@@ -13,19 +13,19 @@
 #include <stdint.h>
 
 #ifndef BM
-#define BM 128
+#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef BN
-#define BN 128
+#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef BK
-#define BK 32
+#error "BK is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef WM
-#define WM 64
+#error "WM is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #ifndef WN
-#define WN 32
+#error "WN is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 #define NWARPS ((BM / WM) * (BN / WN))
 #define THREADS (32 * NWARPS)

@@ -12,7 +12,7 @@
 
 #define TILE 32
 #ifndef BLOCK_ROWS
-#define BLOCK_ROWS 8
+#error "BLOCK_ROWS is not defined: kernels/catalog.yaml sets it for every build of this file"
 #endif
 
 extern "C" __global__ void transpose_swizzle(const float *__restrict__ in, float *__restrict__ out, int M, int N)

@@ -147,3 +147,51 @@ def test_notebooks_are_committed_without_outputs():
         assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in code), nb.name
         # nbformat 4.5 wants an id on every cell; a cell without one makes every execution warn
         assert all(c.get("id") for c in cells), nb.name
+
+
+def _every_build():
+    """Every variant the catalog can build: each family's default, each tuning candidate, every allowed value."""
+    families = catalog.load()
+    found = []
+    for name, fam in families.items():
+        found += catalog.expand({name: {}}, families)
+        found += [catalog.expand({name: {"_candidate": key}}, families)[0] for key in fam.get("tune") or {}]
+        params = fam.get("params", {})
+        if params and "tune" not in fam:
+            every = {p: s["allowed"] if isinstance(s.get("allowed"), list) else s["default"] for p, s in params.items()}
+            found += catalog.expand({name: every}, families)
+    return found
+
+
+def test_no_kernel_file_keeps_a_default_for_a_constant_the_catalog_sets():
+    """Issue 38: one source for each constant. A define the catalog sets for every build of a file has no default
+    in the file (`#ifndef X` / `#define X v`), only an #error naming it."""
+    import re
+
+    builds = _every_build()
+    default = re.compile(r"#ifndef (\w+)\n#define \1\b")
+    twice = []
+    for f in sorted(paths.KERNELS.rglob("*.cu*")):
+        rel = f.relative_to(paths.KERNELS).as_posix()
+        users = [v for v in builds if rel == v.file or rel in v.includes]
+        for m in default.finditer(f.read_text()):
+            if users and all(m.group(1) in dict(v.defines) for v in users):
+                twice.append(f"{rel}: {m.group(1)}")
+    assert not twice, twice
+
+
+def test_a_kernel_built_without_a_define_it_needs_names_it(tmp_path):
+    import dataclasses
+
+    from gpumm.build import nvcc
+
+    try:
+        nvcc.nvcc()
+    except nvcc.BuildError as exc:
+        pytest.skip(str(exc))
+    v = catalog.from_id("blocktile_2d")
+    missing = dataclasses.replace(v, defines=tuple(d for d in v.defines if d[0] != "TN"))
+    with pytest.raises(nvcc.BuildError) as exc:
+        nvcc.build(missing, "sm_90", tmp_path / "build")
+    first = str(exc.value).splitlines()[0]
+    assert "error" in first and "TN is not defined: kernels/catalog.yaml sets it" in first, first
