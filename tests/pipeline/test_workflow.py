@@ -661,7 +661,10 @@ def test_a_dry_run_lint_and_a_refused_run_change_no_file(replayed, tmp_path):
     locks = work / ".snakemake" / "locks"
     locks.mkdir(parents=True, exist_ok=True)
     (locks / "0.input.lock").write_text(str(work / "results" / "tables" / "summary.csv") + "\n")
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "snakemake"], cwd=work)
+    fake = tmp_path / "bin" / "snakemake"  # a process whose script is named snakemake, as Snakemake's is
+    fake.parent.mkdir()
+    fake.write_text("import time\ntime.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, str(fake)], cwd=work)
     try:
         before = _files(work)
         out = snakemake(work, "--config", "mode=replay")

@@ -246,6 +246,9 @@ def test_check_config_names_a_configfiles_yaml_error_by_line_and_column(tmp_path
     bad.write_text("sizes: [0]\n")
     out = run(bad)
     assert out.returncode == 2 and "config: sizes[0] = 0 is not allowed" in out.stderr
+    for missing in (tmp_path / "none.yaml", tmp_path):  # no file; a folder
+        out = run(missing)
+        assert out.returncode == 2 and "Traceback" not in out.stderr and f"config file {missing}" in out.stderr
     good = tmp_path / "good.yaml"
     good.write_text("variants: {tiled: {TILE: [8]}}\n")
     out = run(good)

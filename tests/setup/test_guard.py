@@ -56,7 +56,10 @@ def test_a_run_while_another_holds_the_lock_stops_in_one_line_and_changes_nothin
     (locks_dir / "0.input.lock").write_text("")
     (results / "tables/summary.csv").write_text("cut")
     # another Snakemake process working in this folder: a child whose command line names snakemake
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "snakemake"], cwd=results.parent)
+    fake = results.parent / "bin" / "snakemake"  # a process whose script is named snakemake, as Snakemake's is
+    fake.parent.mkdir()
+    fake.write_text("import time\ntime.sleep(30)\n")
+    other = subprocess.Popen([sys.executable, str(fake)], cwd=results.parent)
     try:
         before = _tree(results)
         with pytest.raises(guard.GuardError) as exc:
@@ -102,3 +105,12 @@ def test_many_findings_are_named_up_to_a_screen_and_counted(results, capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(force) == 24 and len(err) == guard.SAID + 1
     assert err[-1] == f"gpumm: and {24 - guard.SAID} more results like these (each is made again)"
+
+
+def test_only_snakemake_itself_holds_a_folder():
+    """Review of issue 37: a `tail -f .snakemake/log/...` in the folder is not a run."""
+    assert locks.is_snakemake(["/usr/bin/python3", "/work/.venv/bin/snakemake", "--cores", "1"])
+    assert locks.is_snakemake(["/work/.venv/bin/snakemake", "-n"])
+    assert locks.is_snakemake(["python", "-m", "snakemake", "--cores", "1"])
+    assert not locks.is_snakemake(["tail", "-f", ".snakemake/log/2026-11-27T085753.snakemake.log"])
+    assert not locks.is_snakemake(["vim", "snakemake.log"])

@@ -79,19 +79,21 @@ def test_a_page_csv_is_sealed_with_its_page_and_its_page_makes_it_again(tmp_path
     data.mkdir(parents=True)
     (data / "ladder-1.csv").write_text("variant,share\nnaive,0.5\n")
     (data / "ladder-old.csv").write_text("x\n1\n")
+    (data / "new-extra.csv").write_text("x\n")  # no page of this step wrote it: never sealed as if it had
     assert records.seal([r / "report/ladder.html"], r, also=data) == 3
-    assert records.check(r) == []
+    assert [f.line.split(":")[0] for f in records.check(r)] == ["results/report/data/new-extra.csv"]
     (data / "ladder-1.csv").write_text("variant,share\nnaive,0.9\n")
     (data / "ladder-old.csv").unlink()
     (data / "seed000-2.csv").write_text("a\n")
     found = {f.line.split(":")[0]: f for f in records.check(r)}
-    assert set(found) == {f"results/report/data/{n}" for n in ("ladder-1.csv", "ladder-old.csv", "seed000-2.csv")}
+    names = ("ladder-1.csv", "ladder-old.csv", "seed000-2.csv", "new-extra.csv")
+    assert set(found) == {f"results/report/data/{n}" for n in names}
     assert found["results/report/data/ladder-1.csv"].force == [r / "report/ladder.html"]
     assert "no record of the step that wrote it" in found["results/report/data/seed000-2.csv"].line
     assert found["results/report/data/seed000-2.csv"].force == [r / "report/seed000.html"]
     (data / "seed000-2.csv").unlink()
     records.seal([r / "report/ladder.html"], r, also=data)  # the page made again: ladder-old.csv's record goes
-    assert records.check(r) == []
+    assert [f.line.split(":")[0] for f in records.check(r)] == ["results/report/data/new-extra.csv"]
 
 
 def test_a_tree_whose_records_are_gone_is_made_again_never_trusted(tmp_path):

@@ -43,7 +43,14 @@ def test_every_archived_value_is_one_the_card_can_give(name):
         ("raw/naive/samples.csv", "ms", "fast", "'fast' is not a number"),
         ("raw/naive/samples.csv", "gflops", "1e6", "above the card's FP32 peak (66,908 GFLOP/s) by more than 10%"),
         ("raw/bf16_wgmma/samples.csv", "gflops", "2e6", "above the card's BF16 tensor-core peak (1,070,531 GFLOP/s)"),
-        ("raw/naive/samples.csv", "M", "16.5", "16.5 must be a count: a whole number, not negative"),
+        ("raw/naive/samples.csv", "M", "16.5", "16.5 must be a matrix side: a whole number, 0 to 1,048,576"),
+        ("raw/tiled_tile8/samples.csv", "M", "1e300", "1e300 must be a matrix side"),
+        (
+            "raw/naive/samples.csv",
+            "repeat",
+            "1e300",
+            "1e300 must be a count: a whole number, 0 to 9,007,199,254,740,992",
+        ),
         ("raw/naive/samples.csv", "power_capped_pct", "101", "101 must be a percentage: 0 to 100"),
         ("raw/coalescing/samples.csv", "gbs", "1e9", "above the card's DRAM bandwidth (3,352 GB/s)"),
         ("raw/hierarchy/samples.csv", "ms", "0", "0 must be a time"),
@@ -116,3 +123,44 @@ def test_the_replay_digest_follows_the_archived_files(archive):
     reference.seal(archive)
     assert reference.digest(archive, ["raw/naive/", "build/naive/"]) != before
     assert reference.digest(archive, ["raw/tiled_tile16/"]) == other  # only the changed variant replays again
+
+
+def test_a_profiled_counter_is_bound_by_its_launchs_duration(archive):
+    """Review of issue 37: DRAM bytes of 1e20, or a launch of 1 ns, are no counts the card can give."""
+    profile = archive / "raw/naive/profile.csv"
+    rows = list(csv.DictReader(profile.open(newline="")))
+    n = next(i for i, r in enumerate(rows, 1) if r["metric"] == "dram__bytes_read.sum" and r["status"] == "ok")
+    _poke(profile, n, "value", "1e14")  # a count, but not in the launch's time
+    with pytest.raises(values.ValueProblem) as exc:
+        values.check_folder(archive)
+    assert f"row {n} (line {n + 1}), column value: dram__bytes_read.sum = 1e14 byte in its launch's" in str(exc.value)
+    assert "above the card's DRAM bandwidth (3,352 GB/s)" in str(exc.value)
+    _poke(profile, n, "value", rows[n - 1]["value"])
+    d = next(i for i, r in enumerate(rows, 1) if r["metric"] == "gpu__time_duration.sum" and r["status"] == "ok")
+    _poke(profile, d, "value", "1")
+    with pytest.raises(values.ValueProblem, match="in its launch's 1 ns is .* above the card's"):
+        values.check_folder(archive)
+    _poke(profile, d, "value", "0")
+    with pytest.raises(values.ValueProblem, match=rf"row {d} .*column value: 0 ns must be a time"):
+        values.check_folder(archive)
+
+
+@pytest.mark.parametrize(
+    "key, value, said",
+    [
+        ("sm_count", None, "gpu.sm_count is None: the card's bounds need it"),
+        ("memory_bus_bits", "wide", "gpu.memory_bus_bits is 'wide'"),
+        ("compute_capability", "9", "gpu.compute_capability is '9': not MAJOR.MINOR"),
+    ],
+)
+def test_a_provenance_without_the_cards_numbers_is_refused(archive, key, value, said):
+    """Review of issue 37: with no card to bound them, the rates would go unchecked."""
+    import json
+
+    prov = archive / "raw/provenance.json"
+    data = json.loads(prov.read_text())
+    data["gpu"][key] = value
+    prov.write_text(json.dumps(data))
+    with pytest.raises(values.ValueProblem) as exc:
+        values.check_folder(archive)
+    assert str(exc.value).startswith("data/reference/h100/raw/provenance.json: ") and said in str(exc.value)

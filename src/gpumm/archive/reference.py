@@ -94,7 +94,9 @@ def _checked(archive: Path, sealed: bytes) -> str | None:
         values.check_folder(archive)
     except values.ValueProblem as exc:
         return str(exc)
-    return None
+    for meta in sorted((archive / "raw").glob("*/meta.json")):  # each step's own record of what it wrote
+        found += manifest.recorded(meta)
+    return found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "") if found else None
 
 
 def digest(archive: Path, prefixes: list[str]) -> str:
@@ -110,7 +112,11 @@ def digest(archive: Path, prefixes: list[str]) -> str:
 
 
 def _candidates(root: Path) -> list[Path]:
-    return [p for p in root.glob("*/") if (p / "raw" / "provenance.json").is_file()] if root.is_dir() else []
+    """Every folder that is, or was, an archive: it has a raw/ folder or a manifest (a deleted provenance makes an
+    archive damaged, not absent)."""
+    if not root.is_dir():
+        return []
+    return [p for p in root.glob("*/") if (p / "raw").is_dir() or (p / MANIFEST).is_file()]
 
 
 def _scan(root: Path) -> tuple[list[Path], dict[str, str]]:
@@ -153,6 +159,10 @@ def check(archive: Path) -> None:
         values.check_folder(archive)
     except values.ValueProblem as exc:
         raise ArchiveError(f"archive {archive.name}: {exc}: {remedy}") from None
+    for meta in sorted((archive / "raw").glob("*/meta.json")):  # each step's own record of what it wrote
+        found += manifest.recorded(meta)
+    if found:
+        raise ArchiveError(f"archive {archive.name}: {manifest.first(found, remedy)}")
 
 
 def complete(archive: Path) -> bool:
@@ -171,6 +181,14 @@ def choose(name: str, root: Path = paths.REFERENCE) -> Path:
     whole): a damaged pick is refused by name, never replaced by another archive silently."""
     found, bad = _scan(root)
     if name == "auto":
+        undated = sorted(p.name for p in _candidates(root) if _unreadable_provenance(p) is not None)
+        if undated:  # it may be the newest: auto cannot say which archive it would replay
+            others = ", ".join(p.name for p in found)
+            raise ArchiveError(
+                f"replay_from = 'auto': archive {undated[0]} cannot be dated ({bad[undated[0]]}): restore it (git "
+                f"checkout -- {paths.shown(root / undated[0])})"
+                + (f", or name the archive to replay (replay_from: {others})" if others else "")
+            )
         dated = [p for p in _candidates(root) if _unreadable_provenance(p) is None]
         dated.sort(key=lambda p: (str(provenance(p).get("date", "")), p.name))
         whole = [p for p in dated if p.name in bad or complete(p)]

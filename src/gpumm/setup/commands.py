@@ -28,7 +28,12 @@ def cmd_check_config(a):
         raise config.ConfigError(problem)
     merged = {}
     for f in files:
-        data = yamlfile.load(f, paths.shown(f)) or {}
+        if not f.is_file():
+            raise config.ConfigError(f"config file {paths.shown(f)}: not a file")
+        try:
+            data = yamlfile.load(f, paths.shown(f)) or {}
+        except yamlfile.YamlFileError as exc:
+            raise config.ConfigError(f"config file {exc}") from None
         if not isinstance(data, dict):
             raise config.ConfigError(f"config file {paths.shown(f)}: not a mapping of keys at its top level")
         merged = _merge(merged, data)

@@ -11,6 +11,13 @@ import os
 from pathlib import Path
 
 
+def is_snakemake(argv: list[str]) -> bool:
+    """Whether a command line runs Snakemake: its program, or the script an interpreter runs, is named snakemake,
+    or it is ``python -m snakemake`` (not a `tail -f .snakemake/log/...`)."""
+    head = [Path(a).name for a in argv[:2]]
+    return "snakemake" in head or any(a == "-m" and b == "snakemake" for a, b in zip(argv, argv[1:]))
+
+
 def snakemake_processes(workdir: Path, proc: Path = Path("/proc")) -> list[int]:
     """PIDs of Snakemake processes (other than this one and its parents) working in ``workdir``."""
     mine = {os.getpid(), os.getppid()}
@@ -20,8 +27,8 @@ def snakemake_processes(workdir: Path, proc: Path = Path("/proc")) -> list[int]:
             pid = int(entry.name)
             if pid in mine:
                 continue
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if "snakemake" not in cmdline or Path(os.readlink(entry / "cwd")) != workdir:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            if not is_snakemake(argv) or Path(os.readlink(entry / "cwd")) != workdir:
                 continue
         except (OSError, ValueError):
             continue

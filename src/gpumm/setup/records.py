@@ -50,7 +50,8 @@ def seal(outputs: list[Path], results: Path | None = None, also: Path | None = N
     outputs (the pages' data): they are recorded with them, and the records of CSVs no longer there are dropped.
     The number recorded."""
     results = _root(results)
-    extra = sorted(also.glob("*.csv")) if also is not None and also.is_dir() else []
+    pages = {f.stem for f in outputs if f.suffix == ".html"}  # the CSVs of the pages this step made, no other
+    extra = [f for f in sorted(also.glob("*.csv")) if f.name.split("-")[0] in pages] if also and also.is_dir() else []
     if also is not None:
         folder = results / FOLDER / also.resolve().relative_to(results.resolve())
         for rec in folder.glob("*.csv.json") if folder.is_dir() else []:

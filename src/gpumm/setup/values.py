@@ -15,18 +15,22 @@ replayed or read (gpumm.archive.reference), with the card of each folder's own p
 import csv
 import json
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from gpumm.setup import hardware, paths
 
 MARGIN = 1.10  # a rate may exceed the card's bound by this much (clock and timer rounding), no more
+MAX_COUNT = 2**53  # a count beyond this is no count a run makes (nor one a float holds exactly)
+MAX_SIDE = 2**20  # a matrix side of this study: the config allows 32768
 
 TIME, RATE_FLOPS, RATE_BYTES, COUNT, SHARE, NONNEG, REAL = "time", "flops", "bytes", "count", "pct", "nonneg", "real"
 _CLOCK = {"sm_clock_mhz": NONNEG, "sm_clock_min_mhz": NONNEG, "mem_clock_mhz": NONNEG, "temperature_c": REAL}
 _CLOCK |= {"window_s": NONNEG, "energy_j": NONNEG, "power_mean_w": NONNEG, "power_peak_w": NONNEG}
 _CLOCK |= {"power_capped_pct": SHARE, "thermal_capped_pct": SHARE}
-_SHAPE = {"M": COUNT, "N": COUNT, "K": COUNT}
+SIDE = "side"
+_SHAPE = {"M": SIDE, "N": SIDE, "K": SIDE}
 
 # the columns checked in each kind of raw CSV (gpumm.setup.columns names them all); the others are words
 SPECS = {
@@ -95,7 +99,8 @@ STUDIES = ("coalescing", "bandwidth", "overhead", "hierarchy", "paired")
 PROFILE_UNITS = {"%": SHARE, "byte": COUNT, "sector": COUNT, "ns": COUNT, "register/thread": COUNT}
 WHAT = {
     TIME: "a time: positive and finite",
-    COUNT: "a count: a whole number, not negative",
+    COUNT: f"a count: a whole number, 0 to {MAX_COUNT:,}",
+    SIDE: f"a matrix side: a whole number, 0 to {MAX_SIDE:,}",
     SHARE: "a percentage: 0 to 100",
     NONNEG: "finite and not negative",
     REAL: "finite",
@@ -117,11 +122,24 @@ def kind(path: Path) -> str | None:
 
 
 class Card:
-    """The bounds of one card's rates, from its provenance's ``gpu``: FLOP/s by operation, byte/s by level."""
+    """The bounds of one card's rates, from its provenance's ``gpu``: FLOP/s by operation, byte/s by level.
+    ValueProblem where the provenance lacks a number the bounds need (a rate no bound checks is not checked)."""
 
-    def __init__(self, gpu: dict):
+    NEEDED = ("sm_count", "sm_clock_khz", "memory_clock_khz", "memory_bus_bits")
+
+    def __init__(self, gpu: dict, where: str = "raw/provenance.json"):
+        for key in self.NEEDED:
+            value = gpu.get(key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueProblem(f"{where}: gpu.{key} is {value!r}: the card's bounds need it (a positive number)")
+        if not re.fullmatch(r"\d+\.\d+", str(gpu.get("compute_capability", ""))):
+            raise ValueProblem(f"{where}: gpu.compute_capability is {gpu.get('compute_capability')!r}: not MAJOR.MINOR")
         self.name = gpu.get("name") or "this GPU"
         self.fp32, self.bf16 = hardware.fp32_peak(gpu), hardware.tensor_bf16_peak(gpu)
+        if not math.isfinite(self.fp32):  # FP32 lanes of a GPU the table does not know: the most any SM has
+            self.fp32 = gpu["sm_count"] * max(hardware.FP32_LANES_PER_SM.values()) * 2 * gpu["sm_clock_khz"] * 1e3
+        if not math.isfinite(self.bf16):  # no BF16 kernel runs on a GPU the table does not know (sm_90a)
+            self.bf16 = self.fp32 * 32
         self.dram, self.on_chip = hardware.dram_bandwidth(gpu), hardware.on_chip_bandwidth(gpu)
 
     def flops(self, operation: str | None) -> tuple[float, str]:
@@ -132,6 +150,10 @@ class Card:
     def bytes(self, row: dict, file_kind: str) -> tuple[float, str]:
         in_dram = file_kind == "bandwidth" or row.get("regime") == "dram" or row.get("level") == "DRAM"
         return (self.dram, "DRAM bandwidth") if in_dram else (self.on_chip, "on-chip bound")
+
+    def counter(self, metric: str) -> tuple[float, str]:
+        """The bound of a profiled byte or sector counter over its launch's duration."""
+        return (self.dram, "DRAM bandwidth") if metric.startswith("dram__") else (self.on_chip, "on-chip bound")
 
 
 def _number(text: str) -> float | None:
@@ -145,10 +167,10 @@ def _problem(value: float, how: str, bound: tuple[float, str] | None = None) -> 
         return f"not finite; it must be {WHAT.get(how, 'finite and not negative')}"
     if how == TIME and value <= 0:
         return f"must be {WHAT[TIME]}"
-    if how in (COUNT, NONNEG, SHARE, RATE_FLOPS, RATE_BYTES) and value < 0:
+    if how in (COUNT, SIDE, NONNEG, SHARE, RATE_FLOPS, RATE_BYTES) and value < 0:
         return f"must be {WHAT.get(how, 'finite and not negative')}"
-    if how == COUNT and value != int(value):
-        return f"must be {WHAT[COUNT]}"
+    if how in (COUNT, SIDE) and (value != int(value) or value > (MAX_SIDE if how == SIDE else MAX_COUNT)):
+        return f"must be {WHAT[how]}"
     if how == SHARE and value > 100:
         return f"must be {WHAT[SHARE]}"
     if bound is not None and math.isfinite(bound[0]) and value * 1e9 > bound[0] * MARGIN:
@@ -181,6 +203,8 @@ def check_csv(path: Path, card: Card, operation: str | None = None) -> None:
             _check_cell(path, n, row, "value", PROFILE_UNITS[row["unit"]], card, operation, file_kind)
         elif file_kind == "profile" and row.get("status") == "ok":
             _check_cell(path, n, row, "value", REAL, card, operation, file_kind)
+    if file_kind == "profile":
+        _counters_within_their_launch(path, card)
 
 
 def _check_cell(path, n, row, col, how, card, operation, file_kind, required=False) -> None:
@@ -199,6 +223,36 @@ def _check_cell(path, n, row, col, how, card, operation, file_kind, required=Fal
     why = _problem(value, how, bound)
     if why:
         raise ValueProblem(f"{_where(path, n, col)}: {text} {why}")
+
+
+DURATION = "gpu__time_duration.sum"
+UNIT_BYTES = {"byte": 1, "sector": 32}  # a sector is 32 bytes
+
+
+def _launch(row: dict) -> tuple:
+    """What names one profiled launch: every column but the metric's own."""
+    return tuple(v for k, v in row.items() if k not in ("metric", "value", "unit", "status", "reason"))
+
+
+def _counters_within_their_launch(path: Path, card: Card) -> None:
+    """Raise ValueProblem where a profiled launch's duration is not positive, or a byte or sector counter moved
+    more than the card's bound over that duration (a DRAM counter against the DRAM bandwidth, any other
+    against the on-chip bound)."""
+    ok = [(n, r) for n, r in rows(path) if r.get("status") == "ok"]
+    ns = {_launch(r): float(r["value"]) for n, r in ok if r.get("metric") == DURATION and r.get("value")}
+    for n, r in ok:
+        if r.get("metric") == DURATION and not ns[_launch(r)] > 0:
+            raise ValueProblem(f"{_where(path, n, 'value')}: {r['value']} ns must be {WHAT[TIME]}")
+        if r.get("unit") not in UNIT_BYTES or not r.get("value") or _launch(r) not in ns:
+            continue
+        moved = float(r["value"]) * UNIT_BYTES[r["unit"]] / (ns[_launch(r)] * 1e-9)
+        bound, what = card.counter(r["metric"])
+        if moved > bound * MARGIN:
+            raise ValueProblem(
+                f"{_where(path, n, 'value')}: {r['metric']} = {r['value']} {r['unit']} in its launch's "
+                f"{ns[_launch(r)]:g} ns is {moved / 1e9:,.0f} GB/s, above the card's {what} ({bound / 1e9:,.0f} "
+                f"GB/s) by more than {(MARGIN - 1) * 100:.0f}%: not a count this GPU can reach"
+            )
 
 
 def _agree(path: Path, n: int, row: dict, work: str, rate: str) -> None:
@@ -247,7 +301,7 @@ def check_folder(root: Path) -> int:
         check_json(prov)
         found = json.loads(prov.read_text())
         gpu = found.get("gpu") if isinstance(found, dict) and isinstance(found.get("gpu"), dict) else {}
-    card, done = Card(gpu), 1
+    card, done = Card(gpu, paths.shown(prov)), 1
     for folder in sorted(p for p in (root / "raw").glob("*/") if p.is_dir()):
         meta, operation = folder / "meta.json", None
         if meta.is_file():
