@@ -107,84 +107,84 @@ def efficiency(verdicts: pd.DataFrame | None, race: str) -> dict | None:
 def headlines(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The headline rows (COLUMNS) from the collected tables ``t``; a number the run lacks is left out."""
     rows = []
-    summary = t["summary"]
-    v = t.get("verdicts")
-    for n in (rates.LADDER_SIZE, 2 * rates.LADDER_SIZE):
-        b = best_share(summary, n, verdicts=v)
-        if b:
-            rows.append(
-                _row(
-                    f"best_share_{n}",
-                    f"Fastest hand-written FP32 kernel against cuBLAS at {n}³",
-                    share_text(b),
-                    100 * b["share"],
-                    "% of cuBLAS",
-                    "ladder",
-                    "race",
-                )
-            )
-    for n in (rates.LADDER_SIZE, 2 * rates.LADDER_SIZE):  # the race on the tensor cores (issue 30)
-        b = best_share(summary, n, "matmul_bf16", verdicts=v)
-        if b:
-            rows.append(
-                _row(
-                    f"best_bf16_share_{n}",
-                    f"Fastest hand-written BF16 kernel against cuBLAS BF16 at {n}³ (tensor cores)",
-                    share_text(b, digits=0),
-                    100 * b["share"],
-                    "% of cuBLAS BF16",
-                    "tensor",
-                    "DC-TENSOR",
-                )
-            )
+    for part in (_races, _efficiency, _transpose, _coalescing, _memory_modes, _floor, _claims):
+        rows += part(t)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _races(t: dict[str, pd.DataFrame]) -> list[dict]:
+    """The fastest hand-written kernel against cuBLAS, FP32 and BF16, at the ladder's size and twice it."""
+    rows, summary, verdicts = [], t["summary"], t.get("verdicts")
+    for op, key, what, ref, digits, page, anchor in (
+        ("matmul", "best_share", "Fastest hand-written FP32 kernel against cuBLAS", "cuBLAS", 1, "ladder", "race"),
+        (
+            "matmul_bf16",  # the race on the tensor cores (issue 30)
+            "best_bf16_share",
+            "Fastest hand-written BF16 kernel against cuBLAS BF16",
+            "cuBLAS BF16",
+            0,
+            "tensor",
+            "DC-TENSOR",
+        ),
+    ):
+        for n in (rates.LADDER_SIZE, 2 * rates.LADDER_SIZE):
+            b = best_share(summary, n, op, verdicts=verdicts)
+            if b:
+                what_n = f"{what} at {n}³" + (" (tensor cores)" if op == "matmul_bf16" else "")
+                text = share_text(b) if digits == 1 else share_text(b, digits=digits)
+                rows.append(_row(f"{key}_{n}", what_n, text, 100 * b["share"], f"% of {ref}", page, anchor))
+    return rows
+
+
+def _efficiency(t: dict[str, pd.DataFrame]) -> list[dict]:
+    """Each race's most energy-efficient hand-written kernel against the reference's work per joule."""
+    rows = []
     for race, op, page, anchor, ref in (
         ("fp32", "FP32", "ladder", "race", "cuBLAS"),
         ("bf16", "BF16", "tensor", "rates", "cuBLAS BF16"),
     ):
-        e = efficiency(v, race)
+        e = efficiency(t.get("verdicts"), race)
         if e:
+            text = (
+                f"{e['hand']:,.0f} against {e['ref']:,.0f} {e['unit']} ({e['variant']}: {e['ratio']:.2f}× "
+                f"{ref}'s work per joule, board power over its own span, sustained)"
+            )
+            what = f"Most energy-efficient hand-written {op} kernel against {ref} at {e['n']}³"
             rows.append(
-                _row(
-                    f"efficient_{race}",
-                    f"Most energy-efficient hand-written {op} kernel against {ref} at {e['n']}³",
-                    f"{e['hand']:,.0f} against {e['ref']:,.0f} {e['unit']} ({e['variant']}: {e['ratio']:.2f}× "
-                    f"{ref}'s work per joule, board power over its own span, sustained)",
-                    e["ratio"],
-                    "× the reference's work per joule",
-                    page,
-                    anchor,
-                )
+                _row(f"efficient_{race}", what, text, e["ratio"], "× the reference's work per joule", page, anchor)
             )
+    return rows
+
+
+def _transpose(t: dict[str, pd.DataFrame]) -> list[dict]:
+    """The best transpose against the copy kernel, where the goal was measured."""
     goal = t.get("transpose_goal", pd.DataFrame())
-    if len(goal) and str(goal.measured.iloc[0]) == "True":
-        g = goal.iloc[0]
-        rows.append(
-            _row(
-                "transpose_share",
-                "Best transpose against the copy kernel (the lower share over 8192 and 16384)",
-                f"{g.of_copy_kernel:.1%} ({g.best}, {g.regime if isinstance(g.get('regime'), str) else 'own sets'}); "
-                f"{g.of_device_copy:.1%} of the device-to-device copy",
-                100 * g.of_copy_kernel,
-                "% of the copy kernel",
-                "transpose",
-                "S2-TR",
-            )
-        )
+    if not (len(goal) and str(goal.measured.iloc[0]) == "True"):
+        return []
+    g = goal.iloc[0]
+    text = (
+        f"{g.of_copy_kernel:.1%} ({g.best}, {g.regime if isinstance(g.get('regime'), str) else 'own sets'}); "
+        f"{g.of_device_copy:.1%} of the device-to-device copy"
+    )
+    what = "Best transpose against the copy kernel (the lower share over 8192 and 16384)"
+    return [_row("transpose_share", what, text, 100 * g.of_copy_kernel, "% of the copy kernel", "transpose", "S2-TR")]
+
+
+def _coalescing(t: dict[str, pd.DataFrame]) -> list[dict]:
+    """Reading by rows against by columns from DRAM, over the sizes measured."""
     ratio = t.get("coalescing_ratio", pd.DataFrame())
     dram = ratio[ratio.regime == "dram"].ratio.dropna() if "regime" in ratio else pd.Series(dtype=float)
-    if len(dram):
-        lo, hi = dram.min(), dram.max()
-        rows.append(
-            _row(
-                "rows_over_cols",
-                "Reading a matrix by rows (uncoalesced) against by columns (coalesced), from DRAM",
-                f"{lo:.1f}× to {hi:.1f}× slower" if f"{lo:.1f}" != f"{hi:.1f}" else f"{lo:.1f}× slower",
-                float(dram.median()),
-                "× (median over sizes)",
-                "coalescing",
-                "S0-T2",
-            )
-        )
+    if not len(dram):
+        return []
+    lo, hi = dram.min(), dram.max()
+    text = f"{lo:.1f}× to {hi:.1f}× slower" if f"{lo:.1f}" != f"{hi:.1f}" else f"{lo:.1f}× slower"
+    what = "Reading a matrix by rows (uncoalesced) against by columns (coalesced), from DRAM"
+    return [_row("rows_over_cols", what, text, float(dram.median()), "× (median over sizes)", "coalescing", "S0-T2")]
+
+
+def _memory_modes(t: dict[str, pd.DataFrame]) -> list[dict]:
+    """cuBLAS in zero-copy and in a cold managed run against device memory, at the largest size both have."""
+    summary, rows = t["summary"], []
     dev, zc = claims.medians(summary, "device", "kernel"), claims.medians(summary, "zero_copy", "kernel")
     cold = claims.medians(summary, "managed", "cold")
     for v, key, what, other in (
@@ -199,32 +199,34 @@ def headlines(t: dict[str, pd.DataFrame]) -> pd.DataFrame:
                 if len(r) > 1:
                     text += f" ({r.min():.1f}× to {r.max():.1f}× over {int(r.index.min())}³ to {n}³)"
                 rows.append(_row(key, what, text, float(r[n]), "×", "memory_modes", "slowdown"))
+    return rows
+
+
+def _floor(t: dict[str, pd.DataFrame]) -> list[dict]:
+    """The launch-overhead floor: an empty kernel in a CUDA graph."""
     oh = t.get("overhead", pd.DataFrame())
     floor = oh[(oh.what == "empty kernel") & (oh.method == "graph")] if "what" in oh else pd.DataFrame()
-    if len(floor):
-        us = float(floor.median_us.iloc[0])
-        rows.append(
-            _row(
-                "launch_floor",
-                "Launch-overhead floor: an empty kernel, back to back in a CUDA graph",
-                f"{us:.2f} µs per launch",
-                us,
-                "µs",
-                "profiles",
-                "launch-floor",
-            )
-        )
+    if not len(floor):
+        return []
+    us = float(floor.median_us.iloc[0])
+    what = "Launch-overhead floor: an empty kernel, back to back in a CUDA graph"
+    return [_row("launch_floor", what, f"{us:.2f} µs per launch", us, "µs", "profiles", "launch-floor")]
+
+
+def _claims(t: dict[str, pd.DataFrame]) -> list[dict]:
+    """How many of the sources' claims hold on this run, where any was tested."""
     v = t.get("claim_verdicts", pd.DataFrame())
-    if len(v) and (v.verdict != claims.UNTESTED).any():
-        rows.append(
-            _row(
-                "claims",
-                "The sources' claims, statement by statement, tested on this run",
-                claims.counted(v),
-                float(claims.count(v)[claims.HOLDS]),
-                "statements that hold",
-                "index",
-                "claims",
-            )
+    if not (len(v) and (v.verdict != claims.UNTESTED).any()):
+        return []
+    what = "The sources' claims, statement by statement, tested on this run"
+    return [
+        _row(
+            "claims",
+            what,
+            claims.counted(v),
+            float(claims.count(v)[claims.HOLDS]),
+            "statements that hold",
+            "index",
+            "claims",
         )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    ]

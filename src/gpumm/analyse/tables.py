@@ -26,13 +26,13 @@ from gpumm.analyse import (
     tensor,
     transposes,
 )
+from gpumm.analyse.summary import summarise, verification
 from gpumm.archive import reference
 from gpumm.build import loops
 from gpumm.run import operations
 from gpumm.setup import catalog, files, hardware, manifest, paths
 from gpumm.setup.catalog import Variant
 
-SHAPE = ["variant", "family", "defines", "kind", "M", "N", "K", "memory_mode", "timed"]
 # the columns the pages read from the tables built row by row: a run of a subset (config `only`) without a CUDA
 # kernel, or with none the archive holds, still has them, empty
 RESOURCE_COLUMNS = ["variant", "family", "entry", "arch", "registers", "stack_bytes", "spill_store_bytes"]
@@ -43,98 +43,6 @@ LOOP_COLUMNS = ["variant", "family", "defines", *loops.COLUMNS, "ptx_tensor_core
 def with_columns(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """``df`` with every one of ``columns`` (a missing one added empty, after its own)."""
     return df.reindex(columns=[*df.columns, *(c for c in columns if c not in df.columns)])
-
-
-FIRST = {  # what the summary takes from the first sample of each set (as measured, NaN included)
-    "batch": np.nan,
-    "method": "",
-    "warmups": np.nan,
-    "stop": "",  # why sampling stopped (gpumm.run.sampling): quiet, max_samples or timeout; empty in older runs
-    "exact_check": "",
-    "max_rel_err": np.nan,
-    "tolerance": np.nan,
-    "reference": np.nan,
-    "verified": np.nan,
-    "sm_clock_mhz": np.nan,
-    "sm_clock_min_mhz": np.nan,
-    "temperature_c": np.nan,
-    "throttled": np.nan,
-    "clock_reasons": "",
-    "window_s": np.nan,
-    "energy_j": np.nan,
-    "power_mean_w": np.nan,
-    "power_peak_w": np.nan,
-    "power_capped_pct": np.nan,
-    "thermal_capped_pct": np.nan,
-    "library": "",
-}
-
-
-def summarise(samples: pd.DataFrame) -> pd.DataFrame:
-    """One row per variant x shape x mode x what was timed: status, median and spread, batch, clocks."""
-    keys = SHAPE
-    df = samples.copy()
-    df[["M", "N", "K"]] = df[["M", "N", "K"]].astype("Int64")
-    for col, missing in FIRST.items():  # columns that runs before them did not record
-        if col not in df:
-            df[col] = missing
-    # the set's label, in the order the sets first appear (a key may be NaN: a variant not in the archive)
-    df["set"] = df.groupby(keys, dropna=False, sort=False).ngroup()
-    first = df.drop_duplicates("set").set_index("set")
-    ok = df[df["status"] == "ok"]
-    ms = ok.groupby("set")["ms"]
-    burst = ok.groupby("set").head(paired.BURST_SAMPLES).groupby("set")["ms"]
-    stats = pd.DataFrame(
-        {
-            "samples": ms.size(),
-            "median_ms": ms.median(),
-            "q25_ms": ms.quantile(0.25),
-            "q75_ms": ms.quantile(0.75),
-            "min_ms": ms.min(),
-            "max_ms": ms.max(),
-            # seed 001's method (S1-M): the mean of the first 10 timed runs (of all, where a set stopped sooner)
-            "s1m_mean_ms": ok.groupby("set").head(10).groupby("set")["ms"].mean(),
-            # the burst regime: a set's first samples, the card as it started the set (gpumm.analyse.paired)
-            "burst_median_ms": burst.median(),
-            "burst_q25_ms": burst.quantile(0.25),
-            "burst_q75_ms": burst.quantile(0.75),
-        }
-    ).reindex(first.index)
-    has_ok = stats["samples"].notna()
-    reason = first["reason"].where(first["reason"].map(lambda r: isinstance(r, str)), "")
-    out = first[keys].assign(
-        status=first["status"].where(~has_ok, "ok"),
-        reason=reason.where(~has_ok, ""),
-        samples=stats["samples"].fillna(0).astype(int),
-        median_ms=stats["median_ms"],
-        q25_ms=stats["q25_ms"],
-        q75_ms=stats["q75_ms"],
-        iqr_pct=100 * (stats["q75_ms"] - stats["q25_ms"]) / stats["median_ms"],
-        min_ms=stats["min_ms"],
-        max_ms=stats["max_ms"],
-        s1m_mean_ms=stats["s1m_mean_ms"],
-        burst_median_ms=stats["burst_median_ms"],
-        burst_iqr_pct=100 * (stats["burst_q75_ms"] - stats["burst_q25_ms"]) / stats["burst_median_ms"],
-        **{col: first[col] for col in FIRST},
-        # the work model of each set (the catalog's flops and bytes), where the run recorded it
-        **{col: first[col] for col in ("work_flops", "work_bytes") if col in first},
-    )
-    summary = out.reset_index(drop=True)
-    m, n, k = (pd.to_numeric(summary[d], errors="coerce").astype(float) for d in "MNK")
-    flops = summary["work_flops"] if "work_flops" in summary else pd.Series(np.nan, index=summary.index)
-    nbytes = summary["work_bytes"] if "work_bytes" in summary else pd.Series(np.nan, index=summary.index)
-    # runs from before the work model was recorded: a matmul's
-    flops = flops.where(flops.notna(), 2.0 * m * n * k)
-    nbytes = nbytes.where(nbytes.notna(), 4.0 * (m * k + k * n + m * n))
-    seconds = summary["median_ms"] * 1e-3
-    # a preparation step (B transposed first) is not the product: its time has no product's rate
-    product = summary["timed"] != "prepare"
-    summary["gflops"] = (flops / seconds / 1e9).where((flops > 0) & product)
-    summary["gbs"] = (nbytes / seconds / 1e9).where(product)
-    burst_s = summary["burst_median_ms"] * 1e-3
-    summary["burst_gflops"] = (flops / burst_s / 1e9).where((flops > 0) & product)
-    summary["burst_gbs"] = (nbytes / burst_s / 1e9).where(product)
-    return summary
 
 
 def collect(variants: list[Variant], results: Path, out: Path) -> None:
@@ -162,7 +70,25 @@ def _text(path: Path) -> str:
 
 
 def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
-    """Every table the notebooks read, from a run's folder ``results`` (``results/`` or an archive)."""
+    """Every table the notebooks read, from a run's folder ``results`` (``results/`` or an archive): the raw
+    files read, the per-variant tables, the races' verdicts, the memory studies and transposes, the rooflines
+    and claims, then what the catalog and the other archives say."""
+    raw = _raw(variants, results)
+    tables = _per_variant(variants, raw)
+    tables.update(_verdicts(results, tables["summary"]))
+    tables.update(_memory_and_transposes(results, raw["gpu"], tables))
+    tables.update(_rooflines_and_claims(variants, raw, tables))
+    tables.update(_beside_the_run(results, raw["prov"], tables["summary"]))
+    tables["headlines"] = headlines.headlines(tables)
+    missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
+    if missing:
+        raise RuntimeError(f"collect: tables not made: {sorted(missing)}")
+    return tables
+
+
+def _raw(variants: list[Variant], results: Path) -> dict:
+    """The run's raw files, each checked against its step's record: samples, profiles, provenance, metadata, and
+    the build reports and loops of the CUDA variants."""
     for v in variants:  # never a table from samples that changed since their step wrote them
         found = manifest.recorded(paths.raw_dir(v.id, results) / "meta.json")
         if found:
@@ -186,18 +112,28 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
         loop_rows.append({**loop, **precision, "variant": v.id, "family": v.family, "defines": v.defines_text()})
     metas = {v.id: _json(paths.raw_dir(v.id, results) / "meta.json") for v in variants}
     one_kind(metas)
+    return {"samples": samples, "profiles": profiles, "prov": prov, "gpu": gpu} | {
+        "resources": resources,
+        "loops": loop_rows,
+        "metas": metas,
+    }
+
+
+def _per_variant(variants: list[Variant], raw: dict) -> dict[str, pd.DataFrame]:
+    """The samples, their summary, the build tables, the ladders, the checks, the counters and the crossover."""
+    samples, profiles, gpu = raw["samples"], raw["profiles"], raw["gpu"]
     summary = summarise(samples)
     summary["op"] = summary.variant.map({v.id: v.op for v in variants})  # the FP32 pages read matmul's rows only
     summary["power_state"] = power.states(summary)  # full clock, or throttled and why (gpumm.analyse.power)
-    loop_table = with_columns(pd.DataFrame(loop_rows), LOOP_COLUMNS)
+    loop_table = with_columns(pd.DataFrame(raw["loops"]), LOOP_COLUMNS)
     gpus = [v.id for v in variants if v.on_gpu]
     cpus = [v.id for v in variants if v.kind == "cpu"]
-    tables = {
+    return {
         "samples": samples,
         "summary": summary,
         "profiles": profiles,
-        "resources": with_columns(pd.DataFrame(resources), RESOURCE_COLUMNS),
-        "variants": pd.DataFrame([_variant_row(v, metas[v.id]) for v in variants]),
+        "resources": with_columns(pd.DataFrame(raw["resources"]), RESOURCE_COLUMNS),
+        "variants": pd.DataFrame([_variant_row(v, raw["metas"][v.id]) for v in variants]),
         "loops": loop_table,
         "estimate": _estimates(loop_table, gpu),
         "ladder": rates.ladder(summary, _families(variants), rates.LADDER_SIZE),
@@ -208,49 +144,66 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
         ),
         "crossover": rates.cpu_crossover(summary, gpus, cpus),
     }
+
+
+def _verdicts(results: Path, summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The races' paired comparisons and the verdicts made from them (gpumm.analyse.paired)."""
     pairs = _paired_rows(results)
-    tables["paired"] = paired.shares(pairs, summary)
-    tables["paired_members"] = paired.members(pairs, summary)
-    tables["verdicts"] = paired.verdicts(tables["paired"], tables["paired_members"], summary)
-    tables.update(_memory_tables(results, summary, tables["resources"]))
-    d2d = tables["bandwidth"].set_index("transfer").median_gbs.get("device_to_device", np.nan)
-    tables["transpose"] = transposes.transpose_summary(summary, tables["variants"], d2d)
-    tables["transpose_goal"] = pd.DataFrame(
-        [transposes.transpose_goal(tables["transpose"], verdicts=tables["verdicts"])]
-    )
+    out = {"paired": paired.shares(pairs, summary), "paired_members": paired.members(pairs, summary)}
+    out["verdicts"] = paired.verdicts(out["paired"], out["paired_members"], summary)
+    return out
+
+
+def _memory_and_transposes(results: Path, gpu: dict, tables: dict) -> dict[str, pd.DataFrame]:
+    """The memory studies (copy bandwidths, coalescing, overhead, hierarchy, device memory) and the transposes."""
+    out = _memory_tables(results, tables["summary"], tables["resources"])
+    d2d = out["bandwidth"].set_index("transfer").median_gbs.get("device_to_device", np.nan)
+    out["transpose"] = transposes.transpose_summary(tables["summary"], tables["variants"], d2d)
+    out["transpose_goal"] = pd.DataFrame([transposes.transpose_goal(out["transpose"], verdicts=tables["verdicts"])])
     hierarchy = pd.read_csv(results / "raw" / "hierarchy" / "samples.csv")
-    tables.update(memory_levels.hierarchy_tables(hierarchy, gpu))
-    tables["device_memory"] = memory_levels.device_memory_table(pd.read_csv(paths.PUBLISHED), gpu)
-    l2 = (
-        tables["hierarchy_bandwidth"].set_index("level").median_gbs.get("L2", np.nan)
-        if len(tables["hierarchy_bandwidth"])
-        else np.nan
-    )
+    out.update(memory_levels.hierarchy_tables(hierarchy, gpu))
+    out["device_memory"] = memory_levels.device_memory_table(pd.read_csv(paths.PUBLISHED), gpu)
+    return out
+
+
+def _rooflines_and_claims(variants: list[Variant], raw: dict, tables: dict) -> dict[str, pd.DataFrame]:
+    """The FP32 and BF16 rooflines (the measured device copy and L2 as memory roofs), the claims, CGMA."""
+    summary, profiles, gpu = tables["summary"], raw["profiles"], raw["gpu"]
+    d2d = tables["bandwidth"].set_index("transfer").median_gbs.get("device_to_device", np.nan)
+    levels = tables["hierarchy_bandwidth"]
+    l2 = levels.set_index("level").median_gbs.get("L2", np.nan) if len(levels) else np.nan
     matmul = [v.id for v in variants if v.op == "matmul"]
-    tables["roofline"] = roofline.points(
-        summary[summary.variant.isin(matmul)], profiles, hardware.fp32_peak(gpu), d2d * 1e9, l2 * 1e9
-    )
+    out = {
+        "roofline": roofline.points(
+            summary[summary.variant.isin(matmul)], profiles, hardware.fp32_peak(gpu), d2d * 1e9, l2 * 1e9
+        )
+    }
     bf16 = [v.id for v in variants if v.op == tensor.OP]  # the race on the tensor cores, under its own roof
-    tables["bf16_roofline"] = roofline.points(
+    out["bf16_roofline"] = roofline.points(
         summary[summary.variant.isin(bf16)], profiles, hardware.tensor_bf16_peak(gpu), d2d * 1e9, l2 * 1e9
     )
-    tables["claim_cases"] = claims.cases(
-        summary, tables["resources"], tables["transpose"], tables["estimate"], tables["roofline"]
+    out["claim_cases"] = claims.cases(
+        summary, tables["resources"], tables["transpose"], tables["estimate"], out["roofline"]
     )
-    tables["claim_verdicts"] = claims.verdicts(tables["claim_cases"])
-    tables["cgma"] = ratios.cgma_table(tables["estimate"], tables["profile_summary"], profiles)
+    out["claim_verdicts"] = claims.verdicts(out["claim_cases"])
+    out["cgma"] = ratios.cgma_table(tables["estimate"], tables["profile_summary"], profiles)
+    return out
+
+
+def _beside_the_run(results: Path, prov: dict, summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """What does not come from this run alone: nvprof imports, the archived runs (and this one when measured),
+    what the study cost, the catalog's kernel notes, the tuning search."""
+    out = {}
     imported = [pd.read_csv(f) for f in sorted(paths.IMPORTED.glob("*/*.csv"))]
-    tables["imported_profiles"] = (
-        pd.concat(imported, ignore_index=True) if imported else pd.DataFrame(columns=["variant"])
-    )
-    tables["imported_summary"] = counters.profile_summary(tables["imported_profiles"], np.nan)
+    out["imported_profiles"] = pd.concat(imported, ignore_index=True) if imported else pd.DataFrame(columns=["variant"])
+    out["imported_summary"] = counters.profile_summary(out["imported_profiles"], np.nan)
     runs = {p.name: p for p in reference.available()}  # every archived run, and this one when it was measured
     if prov.get("data_source", {}).get("mode") == "measure":
         runs = {"this run": results, **runs}
-    tables["compare"] = compare.table(runs)
-    tables["study_cost"] = pd.DataFrame(reference.costs(), columns=reference.COST_COLUMNS)
+    out["compare"] = compare.table(runs)
+    out["study_cost"] = pd.DataFrame(reference.costs(), columns=reference.COST_COLUMNS)
     families = catalog.load()
-    tables["kernel_notes"] = pd.DataFrame(
+    out["kernel_notes"] = pd.DataFrame(
         [
             {"family": n, "file": f.get("file", ""), "label": f.get("label", ""), "says": catalog.header(n, families)}
             | {"flags": " ".join(f.get("nvcc_flags", [])), "op": f.get("op", "matmul"), "arch": f.get("arch", "")}
@@ -260,12 +213,8 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
         columns=["family", "file", "label", "says", "flags", "op", "arch", "excerpt", "excerpt_lines"],
     )
     tuned = {name: list(fam["tune"]) for name, fam in families.items() if fam.get("tune")}
-    tables["tuning"] = race.tuning_search(summary, tuned)
-    tables["headlines"] = headlines.headlines(tables)
-    missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
-    if missing:
-        raise RuntimeError(f"collect: tables not made: {sorted(missing)}")
-    return tables
+    out["tuning"] = race.tuning_search(summary, tuned)
+    return out
 
 
 def _paired_rows(results: Path) -> pd.DataFrame:
@@ -278,14 +227,6 @@ def _paired_rows(results: Path) -> pd.DataFrame:
     if found:
         raise manifest.Damaged(manifest.first(found, "run snakemake again, which runs its step again"))
     return pd.read_csv(f)
-
-
-def verification(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per variant x shape x memory mode: how its checks went (every mode, every kind of timing)."""
-    cols = ["variant", "M", "N", "K", "memory_mode", "status", "exact_check", "max_rel_err", "tolerance"]
-    cols += ["reference", "reason"]
-    s = summary.drop_duplicates(["variant", "M", "N", "K", "memory_mode"])
-    return s[[c for c in cols if c in s]].reset_index(drop=True)
 
 
 def _legacy_coalescing(df: pd.DataFrame, l2: float) -> pd.DataFrame:

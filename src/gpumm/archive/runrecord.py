@@ -22,9 +22,9 @@ import os
 import time
 from pathlib import Path
 
+from gpumm.run.worker import GPU_STEPS
 from gpumm.setup import files
 
-GPU_STEPS = ("measure", "paired", "coalescing", "bandwidth", "overhead", "hierarchy", "provenance", "profile")
 RUN_ID_ENV = "GPUMM_RUN_ID"
 
 

@@ -267,6 +267,84 @@ def _anchor(heading: str) -> str:
     return heading.split()[0].lower().strip(",:")
 
 
+def _settings_not_used(ds: dict) -> str:
+    """The settings of this configuration the archived run did not use, as a section ('' where none)."""
+    differs = ds.get("config_differs") or []
+    if not differs:
+        return ""
+    return (
+        '<h2 id="settings">Settings this report does not reflect</h2><p>This configuration asks for settings the '
+        "archived run did not use; the pages show the archived run's numbers, made with its own settings:</p><ul>"
+        + "".join(f"<li><code>{html.escape(d)}</code></li>" for d in differs)
+        + "</ul>"
+    )
+
+
+def _why_these_numbers(ds: dict) -> str:
+    """Why the numbers are measured or replayed, in a sentence ('' where the run says nothing)."""
+    reason = re.sub(r"^mode: ", "", str(ds.get("why", "")))
+    reason = re.sub(r"\(([^()]*) \(([^()]*)\)\)", r"(\1: \2)", reason)  # "(a (b))" reads "(a: b)"
+    if reason == "replay (set in the config)":
+        reason = "the configuration asks for a replay (mode: replay), whatever GPU this machine has"
+    if not reason:
+        return ""
+    return (
+        f"<p><b>Why these numbers are {'replayed' if ds.get('mode') == 'replay' else 'measured'}:</b> "
+        f"{html.escape(reason)}.</p>"
+    )
+
+
+def _variants_shown(variants: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+    """(the variants table as the run page shows it, whether any variant is stale or not measured)."""
+    v = variants.copy()
+    v["note"] = [
+        "stale" if str(s) == "True" else ("not measured" if o == "not measured" else "")
+        for s, o in zip(v.get("stale", []), v.get("origin", []))
+    ]
+    noted = bool(v["note"].astype(bool).any())
+    cols = ["variant", "label", "op", "defines"] + (["note"] if noted else [])
+    if "defines" in v:
+        v["defines"] = v.defines.fillna("none")  # a kernel without compile-time defines, or a library call
+    shown = v[[c for c in cols if c in v]].rename(columns={"op": "computes"})
+    shown["studies"] = [id_links(s) for s in variants["studies"].fillna("")]  # the family's study IDs
+    return shown, noted
+
+
+def _profiles_shown(prof: pd.DataFrame) -> pd.DataFrame:
+    """One row per variant: its profile taken, or why it is missing."""
+    if not len(prof):
+        return prof
+    prof = prof.drop_duplicates("variant")[["variant", "status", "reason"]]
+    taken = [
+        "taken" if st == "ok" else (str(r) if r == r and str(r) else f"missing ({st})")
+        for st, r in zip(prof.status, prof.reason)
+    ]
+    return pd.DataFrame({"variant": prof.variant, "profile": taken})
+
+
+def _provenance_rows(source: dict) -> str:
+    """The provenance's table rows: date, commit, software, configuration digest, host, and the GPU's fields."""
+    prov = {k: source.get(k) for k in ("date", "git_commit", "cupy", "nvcc", "python", "config_digest", "host")}
+    prov.update({f"gpu: {k}": val for k, val in source.get("gpu", {}).items()})
+    return "\n".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(labels.number(val) if isinstance(val, float) else str(val))}"
+        "</td></tr>"
+        for k, val in prov.items()
+        if val is not None
+    )
+
+
+def _digests(source: dict) -> pd.DataFrame:
+    """Each variant's digest as the archive certifies it, beside this checkout's."""
+    digests, now = source.get("variant_digests", {}), source.get("variant_digests_now", {})
+    return pd.DataFrame(
+        [
+            {"variant": k, "digest (archived run)": d, "digest (this checkout)": now.get(k, "")}
+            for k, d in digests.items()
+        ]
+    )
+
+
 def run_page(tables: Path, source: dict) -> str:
     """The run page's body: method notes, settings a replay did not use, variants, profiles, provenance."""
     names = ("samples", "summary", "verification", "profile_summary", "overhead", "variants", "verdicts")
@@ -278,64 +356,9 @@ def run_page(tables: Path, source: dict) -> str:
         if text
     )
     ds = source.get("data_source", {})
-    differs = ds.get("config_differs") or []
-    config_note = (
-        '<h2 id="settings">Settings this report does not reflect</h2><p>This configuration asks for settings the '
-        "archived run did not use; the pages show the archived run's numbers, made with its own settings:</p><ul>"
-        + "".join(f"<li><code>{html.escape(d)}</code></li>" for d in differs)
-        + "</ul>"
-        if differs
-        else ""
-    )
-    reason = re.sub(r"^mode: ", "", str(ds.get("why", "")))
-    reason = re.sub(r"\(([^()]*) \(([^()]*)\)\)", r"(\1: \2)", reason)  # "(a (b))" reads "(a: b)"
-    if reason == "replay (set in the config)":
-        reason = "the configuration asks for a replay (mode: replay), whatever GPU this machine has"
-    why = (
-        f"<p><b>Why these numbers are {'replayed' if ds.get('mode') == 'replay' else 'measured'}:</b> "
-        f"{html.escape(reason)}.</p>"
-        if reason
-        else ""
-    )
-    variants = _read(tables, "variants")
-    v = variants.copy()
-    v["note"] = [
-        "stale" if str(s) == "True" else ("not measured" if o == "not measured" else "")
-        for s, o in zip(v.get("stale", []), v.get("origin", []))
-    ]
-    cols = ["variant", "label", "op", "defines"] + (["note"] if v["note"].astype(bool).any() else [])
-    if "defines" in v:
-        v["defines"] = v.defines.fillna("none")  # a kernel without compile-time defines, or a library call
-    shown = v[[c for c in cols if c in v]].rename(columns={"op": "computes"})
-    shown["studies"] = [id_links(s) for s in variants["studies"].fillna("")]  # the family's study IDs
-    prof = _read(tables, "profiles")
-    prof = prof.drop_duplicates("variant")[["variant", "status", "reason"]] if len(prof) else prof
-    if len(prof):  # one column: taken, or why it is missing
-        prof = pd.DataFrame(
-            {
-                "variant": prof.variant,
-                "profile": [
-                    "taken" if st == "ok" else (str(r) if r == r and str(r) else f"missing ({st})")
-                    for st, r in zip(prof.status, prof.reason)
-                ],
-            }
-        )
-    gpu = source.get("gpu", {})
-    prov = {k: source.get(k) for k in ("date", "git_commit", "cupy", "nvcc", "python", "config_digest", "host")}
-    prov.update({f"gpu: {k}": val for k, val in gpu.items()})
-    prov_rows = "\n".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(labels.number(val) if isinstance(val, float) else str(val))}"
-        "</td></tr>"
-        for k, val in prov.items()
-        if val is not None
-    )
-    digests, now = source.get("variant_digests", {}), source.get("variant_digests_now", {})
-    dig = pd.DataFrame(
-        [
-            {"variant": k, "digest (archived run)": d, "digest (this checkout)": now.get(k, "")}
-            for k, d in digests.items()
-        ]
-    )
+    config_note, why = _settings_not_used(ds), _why_these_numbers(ds)
+    shown, noted = _variants_shown(t["variants"])
+    prof, prov_rows, dig = _profiles_shown(_read(tables, "profiles")), _provenance_rows(source), _digests(source)
     return f"""<h1>This run: how the numbers were taken</h1>
 {why}
 <h2 id="method">Method, as this run recorded it</h2>
@@ -345,7 +368,7 @@ def run_page(tables: Path, source: dict) -> str:
 <p>In the ladder's order, each with the study IDs of its family (a family's builds share them). <i>stale</i>: the
 variant's code, catalog entry or the method's version changed since the archived run, so its numbers are for the
 old code; <i>not measured</i>: not in the archived run, no numbers.
-{"Every variant here is neither." if not v["note"].astype(bool).any() else ""}</p>
+{"" if noted else "Every variant here is neither."}</p>
 {_table(shown, ("studies",))}
 <h2 id="profiles">Profiles</h2>
 {_table(prof) if len(prof) else "<p>(none)</p>"}

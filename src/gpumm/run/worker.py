@@ -45,8 +45,10 @@ from pathlib import Path
 from gpumm.run import blas
 from gpumm.setup import paths
 
-# the steps that run on the GPU (in the worker when the workflow asks for one)
-GPU_STEPS = ("measure", "paired", "coalescing", "bandwidth", "overhead", "hierarchy", "provenance")
+# the steps that use the GPU (their seconds are the run's GPU-busy time: gpumm.archive.runrecord); all but the
+# profile, whose Nsight Compute starts a process of its own, run in the worker when the workflow asks for one
+GPU_STEPS = ("measure", "paired", "coalescing", "bandwidth", "overhead", "hierarchy", "provenance", "profile")
+WORKER_STEPS = tuple(step for step in GPU_STEPS if step != "profile")
 ENV_USE = "GPUMM_WORKER"  # "1": GPU steps go to the worker (the workflow sets it in measure mode)
 ENV_INSIDE = "GPUMM_IN_WORKER"  # set in the worker: its steps run in process
 ENV_LOG = "GPUMM_WORKER_LOG"
@@ -88,7 +90,7 @@ def wanted(argv: list[str]) -> bool:
         os.environ.get(ENV_USE) == "1"
         and not os.environ.get(ENV_INSIDE)
         and bool(argv)
-        and argv[0] in GPU_STEPS
+        and argv[0] in WORKER_STEPS
         and "-h" not in argv
         and "--help" not in argv
     )
