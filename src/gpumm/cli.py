@@ -123,23 +123,23 @@ def _step(argv: list[str]) -> int:
 
     if worker.wanted(argv):
         return worker.request(argv)
-    a = parser().parse_args(argv)
+    args = parser().parse_args(argv)
     try:
-        with run_steps.gpu_lock(a):
-            rc = a.fn(a)
+        with run_steps.gpu_lock(args):
+            rc = args.fn(args)
     except ModuleNotFoundError as exc:
         root = (exc.name or "").split(".")[0]
         if root not in MISSING:
             raise
-        print(f"gpumm {a.cmd}: {MISSING[root]}", file=sys.stderr)
+        print(f"gpumm {args.cmd}: {MISSING[root]}", file=sys.stderr)
         return 2
     except Exception as exc:
         if _user_error(exc):
-            print(f"gpumm {a.cmd}: {exc}", file=sys.stderr)
+            print(f"gpumm {args.cmd}: {exc}", file=sys.stderr)
             return 2
         # CUDA reports a missing or unusable GPU as its own error types
         if type(exc).__module__.startswith(("cupy", "cupy_backends")):
-            print(f"gpumm {a.cmd}: no usable CUDA GPU ({type(exc).__name__}: {exc})", file=sys.stderr)
+            print(f"gpumm {args.cmd}: no usable CUDA GPU ({type(exc).__name__}: {exc})", file=sys.stderr)
             return 2
         raise
     return rc or 0

@@ -8,13 +8,13 @@ from pathlib import Path
 from gpumm.setup import catalog, paths
 
 
-def cmd_collect(a):
+def cmd_collect(args):
     from gpumm.analyse import tables
     from gpumm.setup import values
 
-    variants = [catalog.from_id(v) for v in a.variants.split(",")]
+    variants = [catalog.from_id(v) for v in args.variants.split(",")]
     values.check_folder(paths.RESULTS)  # no table is made from a value that cannot be (the file, row, column)
-    tables.collect(variants, paths.RESULTS, Path(a.out))
+    tables.collect(variants, paths.RESULTS, Path(args.out))
 
 
 def register(sub) -> None:

@@ -23,26 +23,28 @@ def _archive(path: str) -> Path:
     return p
 
 
-def cmd_provenance(a):
+def cmd_provenance(args):
     from gpumm.archive import provenance
 
-    digests = {vid: catalog.from_id(vid).digest() for vid in a.variants.split(",")}
-    config = json.loads(a.config) if a.config else None
-    provenance.write(provenance.collect(a.config_digest, digests, a.why, config), Path(a.out))
+    digests = {vid: catalog.from_id(vid).digest() for vid in args.variants.split(",")}
+    config = json.loads(args.config) if args.config else None
+    provenance.write(provenance.collect(args.config_digest, digests, args.why, config), Path(args.out))
 
 
-def cmd_replay(a):
+def cmd_replay(args):
     from gpumm.archive import replay
 
-    print(replay.step(catalog.from_id(a.variant), a.part, _archive(a.archive)))
+    print(replay.step(catalog.from_id(args.variant), args.part, _archive(args.archive)))
 
 
-def cmd_replay_provenance(a):
+def cmd_replay_provenance(args):
     from gpumm.archive import replay
 
-    current = {vid: catalog.from_id(vid).digest() for vid in a.variants.split(",")}
-    config = json.loads(a.config) if a.config else None
-    prov = replay.provenance(_archive(a.archive), a.why, current, current_config=config, config_digest=a.config_digest)
+    current = {vid: catalog.from_id(vid).digest() for vid in args.variants.split(",")}
+    config = json.loads(args.config) if args.config else None
+    prov = replay.provenance(
+        _archive(args.archive), args.why, current, current_config=config, config_digest=args.config_digest
+    )
     differs = prov["data_source"].get("config_differs")
     if differs:
         print(
@@ -53,24 +55,24 @@ def cmd_replay_provenance(a):
         )
 
 
-def cmd_replay_study(a):
+def cmd_replay_study(args):
     from gpumm.archive import replay
 
-    print(replay.study(a.study, _archive(a.archive)))
+    print(replay.study(args.study, _archive(args.archive)))
 
 
-def cmd_archive(a):
+def cmd_archive(args):
     from gpumm.archive import reference
 
-    dest = reference.write(a.results, name=a.name)
-    print(f"archived {a.results} into {dest}")
+    dest = reference.write(args.results, name=args.name)
+    print(f"archived {args.results} into {dest}")
 
 
-def cmd_pack_archive(a):
+def cmd_pack_archive(args):
     from gpumm.archive import reference
 
-    n = reference.pack(_archive(str(a.archive)))
-    print(f"packed {n} PTX and SASS files of {a.archive} (gzip, lossless); wrote its {reference.MANIFEST}")
+    n = reference.pack(_archive(str(args.archive)))
+    print(f"packed {n} PTX and SASS files of {args.archive} (gzip, lossless); wrote its {reference.MANIFEST}")
 
 
 RUN_LOG_ENV = "GPUMM_RUN_LOG"  # the workflow's record of every step (results/run/steps.jsonl): gpumm.archive.runrecord
@@ -87,11 +89,11 @@ def record_step(log: Path, argv: list[str], started: float, rc: int) -> None:
     runrecord.append(log, argv, started, time.time(), rc, gpu)
 
 
-def cmd_certify(a):
+def cmd_certify(args):
     from gpumm.archive import certify, reference
 
-    archives = [_archive(p) for p in a.archive] if a.archive else reference.available()
-    ids = [v for v in a.variants.split(",") if v] if a.variants else None
+    archives = [_archive(p) for p in args.archive] if args.archive else reference.available()
+    ids = [v for v in args.variants.split(",") if v] if args.variants else None
     for archive in archives:
         held = sorted(p.parent.name for p in (archive / "raw").glob("*/meta.json"))
         variants = []

@@ -8,27 +8,29 @@ from pathlib import Path
 from gpumm.setup import catalog, paths
 
 
-def cmd_build(a):
+def cmd_build(args):
     from gpumm.build import nvcc as build
 
-    v = catalog.from_id(a.variant)
+    v = catalog.from_id(args.variant)
     if v.kind == "cpu":
-        report = build.build_host(v, Path(a.out_dir))
-        print(f"built {a.variant} with {report['compiler']} ({report['flags']})")
+        report = build.build_host(v, Path(args.out_dir))
+        print(f"built {args.variant} with {report['compiler']} ({report['flags']})")
         return
-    report = build.build(v, a.arch, Path(a.out_dir))
+    report = build.build(v, args.arch, Path(args.out_dir))
     print(
-        f"built {a.variant} for {a.arch}: {report['registers']} registers, {report['smem_bytes']} B shared, "
+        f"built {args.variant} for {args.arch}: {report['registers']} registers, {report['smem_bytes']} B shared, "
         f"{report['spill_store_bytes']} B spill stores"
     )
 
 
-def cmd_build_micro(a):
+def cmd_build_micro(args):
     from gpumm.build import nvcc as build
 
-    m = catalog.microbenchmarks()[a.name]
-    report = build.build_file(paths.KERNELS / m["file"], m["entries"], a.arch, Path(a.out_dir))
-    print(f"built {a.name} for {a.arch}: " + ", ".join(f"{r['entry']} {r['registers']} registers" for r in report))
+    m = catalog.microbenchmarks()[args.name]
+    report = build.build_file(paths.KERNELS / m["file"], m["entries"], args.arch, Path(args.out_dir))
+    print(
+        f"built {args.name} for {args.arch}: " + ", ".join(f"{r['entry']} {r['registers']} registers" for r in report)
+    )
 
 
 def register(sub) -> None:

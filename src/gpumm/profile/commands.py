@@ -10,19 +10,19 @@ from pathlib import Path
 from gpumm.setup import catalog, files, paths
 
 
-def cmd_profile(a):
+def cmd_profile(args):
     from gpumm.profile import session as profile
 
-    plan = json.loads(Path(a.plan[1:]).read_text() if a.plan.startswith("@") else a.plan)
-    metrics = [m for m in a.metrics.split(",") if m]
-    status = profile.session(plan, metrics, a.seed, Path(a.results), disabled=a.disabled)
+    plan = json.loads(Path(args.plan[1:]).read_text() if args.plan.startswith("@") else args.plan)
+    metrics = [m for m in args.metrics.split(",") if m]
+    status = profile.session(plan, metrics, args.seed, Path(args.results), disabled=args.disabled)
     counts: dict[str, int] = {}
     for st in status.values():
         counts[st] = counts.get(st, 0) + 1
     print("profiles: " + ", ".join(f"{n} {st}" for st, n in sorted(counts.items())))
 
 
-def cmd_profile_target(a):
+def cmd_profile_target(args):
     """One product of each planned variant at each size, smallest first, then each access pattern, for ncu to
     catch (no verification: the measurements verified them); writes what it launched, in order."""
     import cupy
@@ -30,7 +30,7 @@ def cmd_profile_target(a):
     from gpumm.run import coalescing, memory, operations
     from gpumm.run.launch import Launcher
 
-    plan = json.loads(Path(a.plan).read_text())
+    plan = json.loads(Path(args.plan).read_text())
     mode = memory.get("device")
     launched: list[dict] = []
     marker = None
@@ -74,20 +74,20 @@ def cmd_profile_target(a):
                     "config": {k: cfg[k] for k in coalescing.LABEL_KEYS},
                 }
             )
-    Path(a.launched).write_text(files.json_text(launched))
+    Path(args.launched).write_text(files.json_text(launched))
 
 
-def cmd_import_profile(a):
+def cmd_import_profile(args):
     from gpumm.profile import nvprof
     from gpumm.setup import files
 
-    v = catalog.from_id(a.variant)  # an unknown variant stops here, naming the allowed ones
-    df = nvprof.import_file(Path(a.file), v.id, a.size, a.kernel)
-    dest = paths.IMPORTED / v.id / f"{Path(a.file).stem}.csv"
+    v = catalog.from_id(args.variant)  # an unknown variant stops here, naming the allowed ones
+    df = nvprof.import_file(Path(args.file), v.id, args.size, args.kernel)
+    dest = paths.IMPORTED / v.id / f"{Path(args.file).stem}.csv"
     files.write_csv(df, dest)
     mapped = df[~df.metric.str.startswith("nvprof:")].metric.nunique()
     print(
-        f"imported {a.file} for {v.id}: {df.kernel.nunique()} kernel(s), {df.metric.nunique()} metrics "
+        f"imported {args.file} for {v.id}: {df.kernel.nunique()} kernel(s), {df.metric.nunique()} metrics "
         f"({mapped} mapped to Nsight Compute names) -> {dest}; the report's profiles page shows it, marked imported"
     )
 

@@ -13,34 +13,34 @@ from pathlib import Path
 from gpumm.setup import paths
 
 
-def _pages_side_by_side(a, pages: list[str]) -> int:
-    """The pages in ``a.jobs`` groups, each a `gpumm pages` process with a kernel of its own, side by side (where
+def _pages_side_by_side(args, pages: list[str]) -> int:
+    """The pages in ``args.jobs`` groups, each a `gpumm pages` process with a kernel of its own, side by side (where
     the machine has the cores, a kernel's start and imports cost less than the pages after the first)."""
     import subprocess
     import tempfile
 
     from gpumm.report import execute
 
-    groups = execute.groups(pages, a.jobs)
+    groups = execute.groups(pages, args.jobs)
     t0 = time.perf_counter()
     procs = []
     with tempfile.TemporaryDirectory(prefix="gpumm-pages-") as tmp:
         for k, group in enumerate(groups):
-            cmd = [sys.executable, "-m", "gpumm", "pages", "--pages", ",".join(group), "--tables", a.tables]
-            cmd += ["--notebooks-out", a.notebooks_out, "--out", a.out, "--jobs", "1"]
-            cmd += ["--status", str(Path(tmp) / f"{k}.json")] if a.status else []
+            cmd = [sys.executable, "-m", "gpumm", "pages", "--pages", ",".join(group), "--tables", args.tables]
+            cmd += ["--notebooks-out", args.notebooks_out, "--out", args.out, "--jobs", "1"]
+            cmd += ["--status", str(Path(tmp) / f"{k}.json")] if args.status else []
             env = {k: v for k, v in os.environ.items() if k != "GPUMM_RUN_LOG"}  # the step is recorded once, here
             procs.append(subprocess.Popen(cmd, env=env))
         crashed = [",".join(g) for g, p in zip(groups, procs) if p.wait() != 0]
         failed = {}
-        for k in range(len(groups)) if a.status else []:
+        for k in range(len(groups)) if args.status else []:
             with contextlib.suppress(OSError, ValueError):
                 failed |= json.loads((Path(tmp) / f"{k}.json").read_text())["failed"]
     if crashed:
         print(f"gpumm pages: the group of {'; '.join(crashed)} failed (see above)", file=sys.stderr)
         return 1
-    if a.status:
-        _status(Path(a.status), failed)
+    if args.status:
+        _status(Path(args.status), failed)
     print(f"{len(pages)} pages in {len(groups)} kernels side by side in {time.perf_counter() - t0:.1f} s")
     return 0
 
@@ -89,42 +89,42 @@ def _tables(folder: str) -> Path:
     return d
 
 
-def cmd_pages(a):
+def cmd_pages(args):
     from gpumm.report import execute
 
-    _tables(a.tables)
-    notebooks = [paths.ROOT / "notebooks" / f"{page}.ipynb" for page in a.pages.split(",") if page]
+    _tables(args.tables)
+    notebooks = [paths.ROOT / "notebooks" / f"{page}.ipynb" for page in args.pages.split(",") if page]
     for nb in notebooks:
         if not nb.is_file():
             raise FileNotFoundError(f"no page notebook {nb}")
     from gpumm.report import figures
 
     for nb in notebooks:  # a page's CSVs are those it writes now (a figure removed or renamed leaves none)
-        figures.clear_data(Path(a.tables).parent / "report" / "data", nb.stem)
-    if a.jobs > 1 and len(notebooks) > 1:
-        return _pages_side_by_side(a, [nb.stem for nb in notebooks])
+        figures.clear_data(Path(args.tables).parent / "report" / "data", nb.stem)
+    if args.jobs > 1 and len(notebooks) > 1:
+        return _pages_side_by_side(args, [nb.stem for nb in notebooks])
     try:
-        times = execute.run(notebooks, Path(a.notebooks_out), Path(a.out), {"tables_dir": a.tables})
+        times = execute.run(notebooks, Path(args.notebooks_out), Path(args.out), {"tables_dir": args.tables})
     except execute.PageError as exc:
         print(exc.__cause__, file=sys.stderr)  # the first failing cell's traceback
         for line in exc.failed.values():
             print(f"gpumm pages: {line}", file=sys.stderr)
-        if not a.status:
+        if not args.status:
             return 1
         for nb in notebooks:  # the workflow's run: the other pages stay, a failed one says why in its place
             if nb.stem in exc.failed:
-                _failed_page(nb, Path(a.notebooks_out), Path(a.out), exc.failed[nb.stem])
-        _status(Path(a.status), exc.failed)
+                _failed_page(nb, Path(args.notebooks_out), Path(args.out), exc.failed[nb.stem])
+        _status(Path(args.status), exc.failed)
         return 0
-    if a.status:
-        _status(Path(a.status), {})
+    if args.status:
+        _status(Path(args.status), {})
     print(f"{len(times)} pages in {sum(t for _, t in times):.1f} s")
     return 0
 
 
-def cmd_pages_check(a):
+def cmd_pages_check(args):
     """The run's last step: one line per page that could not be made (exit 1), else nothing."""
-    failed = json.loads(Path(a.status).read_text()).get("failed") or {}
+    failed = json.loads(Path(args.status).read_text()).get("failed") or {}
     for page, line in failed.items():
         print(
             f"gpumm: {line}; the report's other pages were made, this one says why in its place "
@@ -134,23 +134,25 @@ def cmd_pages_check(a):
     return 1 if failed else 0
 
 
-def cmd_index(a):
+def cmd_index(args):
     import pandas as pd
 
     from gpumm.report import index as report
 
-    _tables(a.tables)
-    report.write(Path(a.tables), Path(a.out).parent, pd.read_csv(paths.STUDIES), Path(a.status) if a.status else None)
+    _tables(args.tables)
+    report.write(
+        Path(args.tables), Path(args.out).parent, pd.read_csv(paths.STUDIES), Path(args.status) if args.status else None
+    )
 
 
-def cmd_docs(a):
+def cmd_docs(args):
     from gpumm.report import docs
 
     runs = docs.archived()
     if not runs:
         print("gpumm docs: no complete archive under data/reference/ to write the numbers from", file=sys.stderr)
         return 1
-    if a.check:
+    if args.check:
         found = docs.stale(runs)
         for line in found:
             print(f"gpumm docs: {line}; run python -m gpumm docs", file=sys.stderr)

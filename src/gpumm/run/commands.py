@@ -28,17 +28,17 @@ def _plan(text: str) -> dict:
     return plan
 
 
-def _coalescing_plan(a):
+def _coalescing_plan(args):
     from gpumm.run import coalescing
 
-    p = a.plan
-    rule, warmup = _rule_and_warmup(a.timing)
+    p = args.plan
+    rule, warmup = _rule_and_warmup(args.timing)
     return coalescing.Plan(
         sizes=p["sizes"],
         count=p["count"],
         strides=p["strides"],
         offsets=p["offsets"],
-        seed=a.seed,
+        seed=args.seed,
         warmup=warmup,
         rule=rule,
     )
@@ -53,7 +53,7 @@ def _rule_and_warmup(text: str):
     return measure.rule_from(t), timing.Warmup(count=t["warmups"], seconds=t["warmup_s"])
 
 
-def _measure_settings(a) -> dict:
+def _measure_settings(args) -> dict:
     """The step's settings: --settings (the config's keys, as the workflow hands them), then each option given."""
     from gpumm.run import settings
     from gpumm.setup import config
@@ -64,41 +64,41 @@ def _measure_settings(a) -> dict:
         except json.JSONDecodeError as exc:
             raise config.ConfigError(f"{what}: not JSON ({exc})") from None
 
-    given = parsed(a.settings, "--settings")
-    if a.sizes is not None or a.shapes is not None:
-        given["shapes"] = [[n, n, n] for n in a.sizes or []] + (a.shapes or [])
-    if a.modes is not None:
-        given["memory_modes"] = a.modes.split(",")
-    if a.timing is not None:
-        mine = parsed(a.timing, "--timing")
+    given = parsed(args.settings, "--settings")
+    if args.sizes is not None or args.shapes is not None:
+        given["shapes"] = [[n, n, n] for n in args.sizes or []] + (args.shapes or [])
+    if args.modes is not None:
+        given["memory_modes"] = args.modes.split(",")
+    if args.timing is not None:
+        mine = parsed(args.timing, "--timing")
         try:
             config.timing_settings(mine)  # its own faults named as the option
         except config.ConfigError as exc:
             raise config.ConfigError(str(exc).replace("config: timing.", "--timing: ", 1)) from None
         given["timing"] = {**given.get("timing", {}), **mine}
-    if a.mode_max_size is not None:
-        given["memory_study_max_size"] = a.mode_max_size
-    if a.seed is not None:
-        given["seed"] = a.seed
-    if a.cpu_max_mnk is not None:
-        given["verify"] = {"cpu_reference_max_mnk": a.cpu_max_mnk}
+    if args.mode_max_size is not None:
+        given["memory_study_max_size"] = args.mode_max_size
+    if args.seed is not None:
+        given["seed"] = args.seed
+    if args.cpu_max_mnk is not None:
+        given["verify"] = {"cpu_reference_max_mnk": args.cpu_max_mnk}
     checked = settings.checked(given)
     if not checked["shapes"]:
         raise config.ConfigError("nothing to measure: give --sizes or --shapes (or shapes in --settings)")
     return checked
 
 
-def cmd_measure(a):
+def cmd_measure(args):
     from gpumm.run import measure, memo
 
-    v = catalog.from_id(a.variant)
-    plan = measure.Plan.from_settings(_measure_settings(a))
+    v = catalog.from_id(args.variant)
+    plan = measure.Plan.from_settings(_measure_settings(args))
     started = time.time()
     hits, misses = memo.STORE.hits, memo.STORE.misses
-    df = measure.run(v, Path(a.binary) if a.binary else None, plan)
-    measure.write(df, measure.meta_for(v, plan, started, df), Path(a.out_dir))
+    df = measure.run(v, Path(args.binary) if args.binary else None, plan)
+    measure.write(df, measure.meta_for(v, plan, started, df), Path(args.out_dir))
     shapes = df.drop_duplicates(["M", "N", "K", "memory_mode"])
-    print(f"{a.variant}: " + ", ".join(f"{s} {n}" for s, n in shapes["status"].value_counts().items()))
+    print(f"{args.variant}: " + ", ".join(f"{s} {n}" for s, n in shapes["status"].value_counts().items()))
     failed = shapes[shapes["status"] == "failed"]
     for _, r in failed.iterrows():
         print(f"  FAILED {r.M}x{r.N}x{r.K} {r.memory_mode}: {r.reason}", file=sys.stderr)
@@ -111,13 +111,13 @@ def cmd_measure(a):
     )
 
 
-def cmd_paired(a):
+def cmd_paired(args):
     import pandas as pd
 
     from gpumm.run import measure, paired, races
     from gpumm.setup import files, manifest, paths
 
-    ids = races.inputs_of(a.plan)
+    ids = races.inputs_of(args.plan)
     samples, binaries = {}, {}
     for vid in ids:
         f = paths.raw_dir(vid) / "samples.csv"
@@ -126,16 +126,16 @@ def cmd_paired(a):
         if v.is_cuda:
             binaries[vid] = str(paths.build_dir(vid) / v.binary_name)
     started = time.time()
-    df = paired.run(a.plan, a.settings, a.seed, a.cpu_max_mnk, samples, binaries, order=a.order)
-    out = Path(a.out_dir)
+    df = paired.run(args.plan, args.settings, args.seed, args.cpu_max_mnk, samples, binaries, order=args.order)
+    out = Path(args.out_dir)
     files.write_csv(df, out / "samples.csv")
     meta = {
         "step": "paired",
-        "order": a.order,
-        "settings": {**races.SETTINGS, **a.settings},
-        "plan": a.plan,
-        "seed": a.seed,
-        "cpu_max_mnk": a.cpu_max_mnk,
+        "order": args.order,
+        "settings": {**races.SETTINGS, **args.settings},
+        "plan": args.plan,
+        "seed": args.seed,
+        "cpu_max_mnk": args.cpu_max_mnk,
         "digests": {vid: catalog.from_id(vid).digest() for vid in ids},
         "device": measure.device_identity(),
         **_limits(),
@@ -174,12 +174,12 @@ def _json_object(what: str):
     return parse
 
 
-def cmd_coalescing(a):
+def cmd_coalescing(args):
     from gpumm.run import coalescing
     from gpumm.setup import files
 
-    df = coalescing.run(Path(a.cubin), _coalescing_plan(a))
-    files.write_csv(df, Path(a.out_dir) / "samples.csv")
+    df = coalescing.run(Path(args.cubin), _coalescing_plan(args))
+    files.write_csv(df, Path(args.out_dir) / "samples.csv")
     failed = df[df.status == "failed"]
     for r in failed.itertuples():
         print(f"  FAILED {r.pattern} n={r.n} stride={r.stride} offset={r.offset}: {r.reason}", file=sys.stderr)
@@ -188,59 +188,59 @@ def cmd_coalescing(a):
     )
 
 
-def cmd_overhead(a):
+def cmd_overhead(args):
     from gpumm.run import overhead
     from gpumm.setup import files
 
-    df = overhead.run(Path(a.cubin), a.warmups, a.repeats)
-    files.write_csv(df, Path(a.out_dir) / "samples.csv")
+    df = overhead.run(Path(args.cubin), args.warmups, args.repeats)
+    files.write_csv(df, Path(args.out_dir) / "samples.csv")
     med = df.groupby(["what", "method"]).ms.median() * 1e3
     print("launch overhead, µs per launch (median):\n" + med.round(2).to_string())
 
 
-def cmd_hierarchy(a):
+def cmd_hierarchy(args):
     from gpumm.run import hierarchy
     from gpumm.setup import files
 
-    plan = hierarchy.Plan(warmups=a.warmups, repeats=a.repeats, seed=a.seed)
-    df = hierarchy.run(Path(a.cubin), plan)
-    files.write_csv(df, Path(a.out_dir) / "samples.csv")
+    plan = hierarchy.Plan(warmups=args.warmups, repeats=args.repeats, seed=args.seed)
+    df = hierarchy.run(Path(args.cubin), plan)
+    files.write_csv(df, Path(args.out_dir) / "samples.csv")
     ok = df[df.status == "ok"]
     print(f"memory hierarchy: {df.drop_duplicates(['kind', 'level', 'bytes']).status.value_counts().to_dict()}")
     print(ok[ok.kind == "bandwidth"].groupby("level").gbs.median().round(0).to_string())
 
 
-def cmd_bandwidth(a):
+def cmd_bandwidth(args):
     from gpumm.run import bandwidth
     from gpumm.setup import files
 
-    rule, warmup = _rule_and_warmup(a.timing)
-    df = bandwidth.run(a.bytes, warmup, rule)
-    files.write_csv(df, Path(a.out_dir) / "samples.csv")
+    rule, warmup = _rule_and_warmup(args.timing)
+    df = bandwidth.run(args.bytes, warmup, rule)
+    files.write_csv(df, Path(args.out_dir) / "samples.csv")
     print(df.groupby("transfer").gbs.median().round(1).to_string())
 
 
-def cmd_worker(a):
+def cmd_worker(args):
     from gpumm.run import worker
 
-    if a.stop:
+    if args.stop:
         print("stopped the GPU worker" if worker.stop() else "no GPU worker was running")
         return 0
-    return worker.serve(Path(a.socket) if a.socket else worker.socket_path(), a.idle)
+    return worker.serve(Path(args.socket) if args.socket else worker.socket_path(), args.idle)
 
 
 # the steps that time or profile on the GPU: each holds the GPU's lock (gpumm.run.gpulock) while it runs
 TIMING_STEPS = ("measure", "paired", "coalescing", "bandwidth", "overhead", "hierarchy")
 
 
-def gpu_lock(a):
+def gpu_lock(args):
     """The GPU lock for a step that times on the GPU (a CPU variant's measurement does not), else nothing."""
-    if a.cmd not in TIMING_STEPS or (a.cmd == "measure" and not catalog.from_id(a.variant).on_gpu):
+    if args.cmd not in TIMING_STEPS or (args.cmd == "measure" and not catalog.from_id(args.variant).on_gpu):
         return contextlib.nullcontext()
     from gpumm.run import gpulock
 
     wait = os.environ.get("GPUMM_GPU_WAIT_S")
-    what = f"gpumm {a.cmd}" + (f" {a.variant}" if getattr(a, "variant", None) else "")
+    what = f"gpumm {args.cmd}" + (f" {args.variant}" if getattr(args, "variant", None) else "")
     return gpulock.hold_current(what, float(wait) if wait else None)
 
 

@@ -19,10 +19,10 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def cmd_check_config(a):
+def cmd_check_config(args):
     from gpumm.setup import config, yamlfile
 
-    files = [paths.ROOT / "config.yaml", *map(Path, a.files)]
+    files = [paths.ROOT / "config.yaml", *map(Path, args.files)]
     problem = config.read_files([str(f) for f in files])
     if problem:
         raise config.ConfigError(problem)
