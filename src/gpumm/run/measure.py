@@ -235,57 +235,54 @@ def _timed_set(watch, fn, *args, **kw) -> tuple[timing.Timed, dict]:
 
 
 def _one_shape(launcher, op, mode, plan, base, watch):
-    variant = launcher.variant
-    M, N, K = base["M"], base["N"], base["K"]
-    checked = op.check(launcher, mode, plan.seed, plan.cpu_max_mnk, (M, N, K))
+    """One shape of one variant in one memory mode: verify it (exactly where exact arithmetic is possible, then
+    for rounding), skip it where its predicted timing is over budget, time it (cold and warm, the kernel, its
+    preparation, end to end, as the mode says) and return (its rows, the median seconds of its main set)."""
+    checked = op.check(launcher, mode, plan.seed, plan.cpu_max_mnk, (base["M"], base["N"], base["K"]))
+    common = _check_fields(checked)
+    if not common["verified"]:
+        check = checked.exact if not checked.exact.ok else checked.rounding
+        return [{**base, **common, "status": "failed", "reason": check.reason}], 0.0
+    # the last check's launch (on the inputs that are now timed) predicts the timing; skip it if over budget
+    single = checked.launch_ms / 1e3
+    if single * plan.rule.min_samples * (2 if "cold" in mode.info.timed else 1) > plan.budget_s:
+        reason = (
+            f"one run took {single:.2f} s: {plan.rule.min_samples} samples > budget {plan.budget_s:g} s "
+            "(verified, not timed)"
+        )
+        return [{**base, **common, "status": "skipped", "reason": reason}], single
+    timed = _time_sets(launcher, op, mode, plan, base, watch, checked)
+    library = getattr(checked.arrays[3], "library", "")
+    if launcher.variant.kind == "cpu" and launcher.variant.entry == "blas":  # the threads it runs on (run.blas)
+        library = blas.describe()
+    rows = [row for what, (t, seen) in timed.items() for row in _rows(base, common, seen, what, t, library)]
+    main = timed.get(base["timed"]) or timed["warm"]
+    return rows, float(np.median(main[0].samples)) / 1e3
+
+
+def _check_fields(checked) -> dict:
+    """What a shape's checks say, as the fields of each of its rows."""
     exact, rounding = checked.exact, checked.rounding
-    check = exact if not exact.ok else rounding
-    common = dict(
+    return dict(
         exact_check="ok" if exact.ok and not exact.reason else ("not made" if exact.ok else "failed"),
         max_rel_err=rounding.max_rel_err,
         tolerance=rounding.tolerance,
         reference=rounding.reference or exact.reference,
         verified=exact.ok and rounding.ok,
     )
-    if not (exact.ok and rounding.ok):
-        return [{**base, **common, "status": "failed", "reason": check.reason}], 0.0
+
+
+def _time_sets(launcher, op, mode, plan, base, watch, checked) -> dict:
+    """Every timed set of a verified shape: what was timed -> (its timing, its clocks and power)."""
+    variant, warm = launcher.variant, plan.warmup
     inputs, out, made, product = checked.arrays
 
     def hosts():  # the inputs as host arrays (the large shapes' are made on the GPU), for the steps that copy them
         return [memory.to_host(h) for h in made]
 
-    library = getattr(product, "library", "")
-    if variant.kind == "cpu" and variant.entry == "blas":  # the threads it really runs on (gpumm.run.blas)
-        library = blas.describe()
-    cold = "cold" in mode.info.timed
-    # the last check's launch (on the inputs that are now timed) predicts the timing; skip it if over budget
-    single = checked.launch_ms / 1e3
-    if single * plan.rule.min_samples * (2 if cold else 1) > plan.budget_s:
-        reason = (
-            f"one run took {single:.2f} s: {plan.rule.min_samples} samples > budget {plan.budget_s:g} s "
-            "(verified, not timed)"
-        )
-        return [{**base, **common, "status": "skipped", "reason": reason}], single
-    warm = plan.warmup
     timed: dict[str, tuple[timing.Timed, dict]] = {}
-    if cold:
-        # cold: the inputs' pages go back to the host (memory.MemoryMode.make_cold), then one timed run (with
-        # the mode's prefetch inside the timing); warm: the runs after, pages resident
-        def cold_run():
-            mode.before_run(inputs)
-            product()
-
-        def take(k):
-            got = []
-            for _ in range(k):
-                mode.make_cold(inputs, hosts)
-                got += timing.time_single(cold_run, 0, 1).samples
-            return got
-
-        # one watch over every cold run and the resets between them (NVML's idle readings are left out of the
-        # clocks; the energy and power cover the resets too): a watch per run cost 10-20 ms of NVML calls each
-        s, seen = _timed_set(watch, sampling.collect, take, plan.cold_rule)
-        timed["cold"] = (timing.Timed(s.samples, 1, "single", s.stop, 0), seen)
+    if "cold" in mode.info.timed:
+        timed["cold"] = _cold_set(mode, plan, watch, inputs, product, hosts)
         timed["warm"] = _timed_set(watch, timing.calibrated, product, warm, plan.rule, checked.launch_ms)
     elif variant.on_gpu:
         timed[base["timed"]] = _timed_set(
@@ -298,7 +295,7 @@ def _one_shape(launcher, op, mode, plan, base, watch):
     if getattr(product, "prepare", None) is not None:
         timed["prepare"] = _timed_set(watch, timing.calibrated, product.prepare, warm, plan.rule)
     e2e = "end_to_end" in mode.info.timed and variant.on_gpu and op.end_to_end
-    if e2e and max(M, N, K) <= plan.end_to_end_max_size:
+    if e2e and max(base["M"], base["N"], base["K"]) <= plan.end_to_end_max_size:
         out_host = np.empty(out.shape, dtype=np.float32)
         host_inputs = hosts()
 
@@ -309,31 +306,53 @@ def _one_shape(launcher, op, mode, plan, base, watch):
             mode.download(out, out_host)
 
         timed["end_to_end"] = _timed_set(watch, timing.time_single, end_to_end, warm, plan.rule)
-    rows = []
+    return timed
+
+
+def _cold_set(mode, plan, watch, inputs, product, hosts) -> tuple:
+    """The cold set: before each run the inputs' pages go back to the host (memory.MemoryMode.make_cold), then one
+    timed run with the mode's prefetch inside the timing. One watch over every cold run and the resets between
+    them (NVML's idle readings are left out of the clocks; the energy and power cover the resets too): a watch
+    per run cost 10-20 ms of NVML calls each."""
+
+    def cold_run():
+        mode.before_run(inputs)
+        product()
+
+    def take(k):
+        got = []
+        for _ in range(k):
+            mode.make_cold(inputs, hosts)
+            got += timing.time_single(cold_run, 0, 1).samples
+        return got
+
+    s, seen = _timed_set(watch, sampling.collect, take, plan.cold_rule)
+    return timing.Timed(s.samples, 1, "single", s.stop, 0), seen
+
+
+def _rows(base: dict, common: dict, seen: dict, what: str, t, library: str) -> list[dict]:
+    """One row per sample of the set ``what``: its time and rates (none for a preparation), how it was timed."""
     flops, nbytes = base["work_flops"], base["work_bytes"]
-    for what, (t, seen) in timed.items():
-        rows += [
-            {
-                **base,
-                **common,
-                **seen,
-                "timed": what,
-                "repeat": i,
-                "ms": ms,
-                "gflops": flops / (ms * 1e-3) / 1e9 if what != "prepare" and flops else np.nan,
-                "gbs": nbytes / (ms * 1e-3) / 1e9 if what != "prepare" else np.nan,
-                "batch": t.batch,
-                "method": t.method,
-                "warmups": t.warmups,
-                "stop": t.stop,
-                "status": "ok",
-                "reason": "",
-                "library": library,
-            }
-            for i, ms in enumerate(t.samples)
-        ]
-    main = timed.get(base["timed"]) or timed["warm"]
-    return rows, float(np.median(main[0].samples)) / 1e3
+    return [
+        {
+            **base,
+            **common,
+            **seen,
+            "timed": what,
+            "repeat": i,
+            "ms": ms,
+            "gflops": flops / (ms * 1e-3) / 1e9 if what != "prepare" and flops else np.nan,
+            "gbs": nbytes / (ms * 1e-3) / 1e9 if what != "prepare" else np.nan,
+            "batch": t.batch,
+            "method": t.method,
+            "warmups": t.warmups,
+            "stop": t.stop,
+            "status": "ok",
+            "reason": "",
+            "library": library,
+        }
+        for i, ms in enumerate(t.samples)
+    ]
 
 
 def _free(variant: Variant) -> None:
