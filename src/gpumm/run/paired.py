@@ -303,18 +303,27 @@ def run_group(
     """Every row of one group: checks, energy spans, heat and sustained rounds (or why a member was left out)."""
     from gpumm.run import operations
 
-    ref_fam = race["reference"]
     op = operations.get(catalog.from_id(race["members"][-1]["variants"][0]).op)
     shape = races.square(op.name, n)
-    base = {
-        "race": race["race"],
-        "group": f"{race['race']} {n}",
-        "op": op.name,
-        "M": shape[0],
-        "N": shape[1],
-        "K": shape[2],
-        "order": order,
-    }
+    base = {"race": race["race"], "group": f"{race['race']} {n}", "op": op.name}
+    base.update(M=shape[0], N=shape[1], K=shape[2], order=order)
+    rows, members = _check_members(race, shape, base, settings, seed, cpu_max_mnk, samples, binaries)
+    if not any(m.role == "reference" for m in members) or sum(m.in_rounds for m in members) < 2:
+        why = "its reference was not verified" if members else "no member was verified"
+        not_timed = {"family": race["reference"], "variant": "", "phase": "check", "status": "skipped"}
+        return rows + [{**base, **not_timed, "reason": f"group not timed: {why}"}]
+    rows += _time_group(members[::-1] if order == "reverse" else members, base, settings, watch)
+    for m in members:
+        m.keep = []
+    return rows
+
+
+def _check_members(race, shape, base, settings, seed, cpu_max_mnk, samples, binaries) -> tuple[list[dict], list]:
+    """Each family's fastest verified build of the run's own sets, checked again here: (the check rows, the
+    members that take part). A member with no verified build, or a launch too long for a block, is skipped
+    with its reason; one far below the reference is timed for its energy only; a CUDA error ends the group."""
+    from gpumm.run import operations
+
     rows, members = [], []
     ref_ms = next(
         (races.best_build(samples, f["variants"], shape)[1] for f in race["members"] if f["role"] == "reference"),
@@ -335,15 +344,8 @@ def run_group(
         try:
             row = _prepare(m, operations.get(v.op), shape, seed, cpu_max_mnk, settings["block_ms"], ms)
         except Exception as exc:  # a CUDA error: this member is out; the context may be gone, so the group too
-            rows.append(
-                {
-                    **common,
-                    "variant": vid,
-                    "phase": "check",
-                    "status": "failed",
-                    "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-                }
-            )
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            rows.append({**common, "variant": vid, "phase": "check", "status": "failed", "reason": reason})
             raise _Broken(rows) from exc
         if row["status"] == "ok" and fam["role"] != "reference" and ref_ms / ms < settings["min_share"]:
             # far below the reference, and at the cap its blocks swing the card's clock for the kernels after it
@@ -355,35 +357,21 @@ def run_group(
         rows.append({**common, **row})
         if row["status"] == "ok":
             members.append(m)
-    if not any(m.role == "reference" for m in members) or sum(m.in_rounds for m in members) < 2:
-        why = "its reference was not verified" if members else "no member was verified"
-        rows.append(
-            {
-                **base,
-                "family": ref_fam,
-                "variant": "",
-                "phase": "check",
-                "status": "skipped",
-                "reason": f"group not timed: {why}",
-            }
-        )
-        return rows
-    if order == "reverse":
-        members = members[::-1]
+    return rows, members
+
+
+def _time_group(members: list, base: dict, settings: dict, watch: clocks.Watch) -> list[dict]:
+    """The group's timed rows: heat first, so that every member's energy span and every sustained round finds the
+    card in its sustained state (a first member measured on a cool card ran 150 MHz faster, at 20% more power,
+    on an H100), then each member's energy span, then the sustained rounds of those paired."""
     info = {
         m.id: {"family": m.variant.family, "role": m.role, "rung_below": m.rung_below, "work": m.work} for m in members
     }
-    # heat first, so that every member's energy span and every sustained round finds the card in its sustained
-    # state (a first member measured on a cool card ran 150 MHz faster, at 20% more power, on an H100)
     paired = [m for m in members if m.in_rounds]
     heat = _rounds(paired, settings, watch, settings["sustained_after_s"], sustained=False)
     energy = _energy_phase(members, settings, watch)
     timed = _rounds(paired, settings, watch, 0.0)
-    for r in heat + energy + timed:
-        rows.append({**base, **info[r["variant"]], **r, "status": "ok"})
-    for m in members:
-        m.keep = []
-    return rows
+    return [{**base, **info[r["variant"]], **r, "status": "ok"} for r in heat + energy + timed]
 
 
 class _Broken(RuntimeError):
