@@ -12,6 +12,7 @@ import pytest
 
 from gpumm.archive import reference
 from gpumm.report.pages import PAGES
+from gpumm.setup import manifest
 
 
 def snakemake(tree, *args):
@@ -760,7 +761,11 @@ def test_a_changed_page_csv_and_archive_reach_the_report_and_a_cut_notebook_is_n
     csv_file.write_bytes(good_csv.replace(b"1", b"2", 1))
     picked = reference.choose("auto", work / "data" / "reference")
     samples = picked / "raw" / "naive" / "samples.csv"
-    _poke(samples, 2, "repeat", "99")
+    _poke(samples, 2, "repeat", "99")  # as a step would have written it: its meta.json's record too
+    meta = picked / "raw" / "naive" / "meta.json"
+    record = json.loads(meta.read_text())
+    record["files"]["samples.csv"] = manifest.entry(samples)
+    meta.write_text(json.dumps(record, indent=1))
     reference.seal(picked)
     nb = work / "notebooks" / "seed001.ipynb"
     good_nb = nb.read_text()
