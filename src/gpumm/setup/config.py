@@ -154,9 +154,18 @@ def check(config: dict) -> list[catalog.Variant]:
 
     Raises ConfigError (message: key, value, what is allowed).
     """
-    only = config.get("only")
-    selection = config["variants"]
     families = catalog.load()  # a fault in the catalog itself is a CatalogError naming the catalog, not the config
+    variants = _selected(config, families)
+    _memory_study(config, variants, families)
+    _metric_sets(config.get("profile", {}))
+    _names(config, {v.id for v in variants} | {v.family for v in variants}, families)
+    _paired_and_timing(config, families)
+    return variants
+
+
+def _selected(config: dict, families: dict) -> list[catalog.Variant]:
+    """The variants the config selects (``only`` narrowing ``variants``), expanded."""
+    only, selection = config.get("only"), config["variants"]
     if only:
         unknown = [f for f in only if f not in families]
         if unknown:
@@ -165,29 +174,41 @@ def check(config: dict) -> list[catalog.Variant]:
             )
         selection = {f: selection.get(f) or {} for f in only}
     try:
-        variants = catalog.expand(selection, tune=config.get("tune", True))
+        return catalog.expand(selection, tune=config.get("tune", True))
     except catalog.CatalogError as exc:
         raise ConfigError(f"config: {exc}") from exc
+
+
+def _memory_study(config: dict, variants: list, families: dict) -> None:
+    """``memory_study_variants``: names of variants; those this config does not run are dropped (in place)."""
     study = config.get("memory_study_variants", "all")
-    if study != "all":
-        ids = {v.id for v in variants}
-        unknown = [v for v in study if v not in ids and not _is_variant_name(v, families)]
-        if unknown:
-            raise ConfigError(
-                f"config: memory_study_variants: {', '.join(unknown)} is not a variant name; "
-                f"allowed: all, or names of variants (this config runs {', '.join(sorted(ids))})"
-            )
-        # a variant this config does not run (its family left out by `only`, or narrowed, e.g. tiled: {TILE: [8]}
-        # leaves tiled_tile16 out) takes its memory-study entry with it, as in every other list of variant names
-        config["memory_study_variants"] = [s for s in study if s in ids]
-    prof = config.get("profile", {})
-    sets = prof.get("metric_sets", {})
-    chosen = prof.get("metric_set", "memory")
+    if study == "all":
+        return
+    ids = {v.id for v in variants}
+    unknown = [v for v in study if v not in ids and not _is_variant_name(v, families)]
+    if unknown:
+        raise ConfigError(
+            f"config: memory_study_variants: {', '.join(unknown)} is not a variant name; "
+            f"allowed: all, or names of variants (this config runs {', '.join(sorted(ids))})"
+        )
+    # a variant this config does not run (its family left out by `only`, or narrowed, e.g. tiled: {TILE: [8]}
+    # leaves tiled_tile16 out) takes its memory-study entry with it, as in every other list of variant names
+    config["memory_study_variants"] = [s for s in study if s in ids]
+
+
+def _metric_sets(prof: dict) -> None:
+    """The metric set(s) a profile uses are defined (where profiling is on)."""
+    sets, chosen = prof.get("metric_sets", {}), prof.get("metric_set", "memory")
     for name in [chosen] if isinstance(chosen, str) else chosen:
         if prof.get("enabled", True) and name not in sets:
             allowed = ", ".join(sorted(sets)) or "none defined under profile.metric_sets"
             raise ConfigError(f"config: profile.metric_set = {name!r} is not allowed; allowed: {allowed}")
-    known = {v.id for v in variants} | {v.family for v in variants}
+
+
+def _names(config: dict, known: set, families: dict) -> None:
+    """Every key that names variants or families (max_size, end_to_end_variants, the profile's lists) names them."""
+    prof = config.get("profile", {})
+    sets = prof.get("metric_sets", {})
     for name in config.get("max_size", {}):
         if name != "default" and name not in known and name not in families and not _is_variant_name(name, families):
             raise ConfigError(
@@ -196,7 +217,7 @@ def check(config: dict) -> list[catalog.Variant]:
             )
     named = [
         ("end_to_end_variants", config.get("end_to_end_variants", "all")),
-        ("profile.cached_variants", config.get("profile", {}).get("cached_variants", "all")),
+        ("profile.cached_variants", prof.get("cached_variants", "all")),
     ]
     for set_name, names in prof.get("extra_metric_sets", {}).items():
         if set_name not in sets:
@@ -211,6 +232,10 @@ def check(config: dict) -> list[catalog.Variant]:
                     f"config: {key}: {name} is not a variant family or variant name; allowed: all, "
                     f"{', '.join(sorted(families))} or their variants (e.g. tiled_tile16)"
                 )
+
+
+def _paired_and_timing(config: dict, families: dict) -> None:
+    """The paired races name families; no minimum above its maximum (rounds, samples)."""
     pair = config.get("paired", {})
     for race, r in (pair.get("races") or {}).items():
         for key in ("reference", "down_to"):
@@ -230,7 +255,6 @@ def check(config: dict) -> list[catalog.Variant]:
             f"config: timing.min_samples = {t['min_samples']} is not allowed: more than timing.max_samples "
             f"({t['max_samples']}). Allowed: at most max_samples"
         )
-    return variants
 
 
 def _is_variant_name(name: str, families: dict) -> bool:
