@@ -247,66 +247,74 @@ def expand(
     for name, chosen in selection.items():
         if name not in families:
             raise CatalogError(f"variants.{name}: unknown variant; allowed: {', '.join(sorted(families))}")
-        fam = families[name]
-        params = fam.get("params", {})
-        chosen = chosen or {}
-        for pname in chosen:
-            if pname == "_candidate" and "tune" in fam:
-                continue
-            if pname not in params:
-                allowed = ", ".join(params) or "none (this variant has no params)"
-                raise CatalogError(f"variants.{name}.{pname}: unknown param; allowed: {allowed}")
-        values = {}
-        for pname, spec in params.items():
-            vals = chosen.get(pname, spec["default"])
-            for v in vals:
-                if not spec["min"] <= v <= spec["max"]:
-                    raise CatalogError(
-                        f"variants.{name}.{pname}: {v} is not allowed; allowed: integers {spec['min']} to {spec['max']}"
-                    )
-            values[pname] = sorted(set(vals))
+        fam, chosen = families[name], chosen or {}
+        values = _param_values(name, fam, chosen)
         combos = list(itertools.product(*values.values())) if values else [()]
         candidates = list(fam.get("tune", {}).items())
         if candidates and "_candidate" in chosen:  # from_id: one candidate by its key
             candidates = [(k, c) for k, c in candidates if k == chosen["_candidate"]]
         elif candidates and not tune:
             candidates = candidates[:1]
-        prep = fam.get("prepare")
         for combo, (key, cand) in itertools.product(combos, candidates or [(None, {})]):
-            chosen_params = dict(zip(values.keys(), combo))
-            vid = name + "".join(f"_{k.lower()}{v}" for k, v in chosen_params.items()) + (f"_{key}" if key else "")
-            defines = tuple(chosen_params.items()) + tuple({**fam.get("defines", {}), **cand}.items())
-            variant = Variant(
-                id=vid,
-                family=name,
-                kind=fam["kind"],
-                label=fam["label"],
-                flops=fam["flops"],
-                bytes=fam["bytes"],
-                studies=tuple(fam["studies"]),
-                file=fam.get("file"),
-                entry=fam.get("entry"),
-                block=tuple(fam["block"]) if "block" in fam else None,
-                grid=tuple(fam["grid"]) if "grid" in fam else None,
-                defines=defines,
-                includes=tuple(fam.get("includes", [])),
-                nvcc_flags=tuple(f.format(**chosen_params) for f in fam.get("nvcc_flags", [])),
-                prepare=(prep["entry"], tuple(prep["block"]), tuple(prep["grid"])) if prep else None,
-                max_size=fam.get("max_size"),
-                rung_below=fam.get("rung_below"),
-                threads=fam.get("threads"),
-                op=fam.get("op", "matmul"),
-                arch=fam.get("arch"),
-            )
-            if variant.is_cuda:
-                threads = variant.block_dims()[0] * variant.block_dims()[1]
-                if threads > MAX_THREADS_PER_BLOCK:
-                    raise CatalogError(
-                        f"variants.{name}: {variant.defines_text()} gives {threads} threads per block; "
-                        f"at most {MAX_THREADS_PER_BLOCK} allowed"
-                    )
-            out.append(variant)
+            out.append(_variant(name, fam, dict(zip(values.keys(), combo)), key, cand))
     return out
+
+
+def _param_values(name: str, fam: dict, chosen: dict) -> dict[str, list[int]]:
+    """Each of the family's params: the values chosen (else its default), checked against its range."""
+    params = fam.get("params", {})
+    for pname in chosen:
+        if pname == "_candidate" and "tune" in fam:
+            continue
+        if pname not in params:
+            allowed = ", ".join(params) or "none (this variant has no params)"
+            raise CatalogError(f"variants.{name}.{pname}: unknown param; allowed: {allowed}")
+    values = {}
+    for pname, spec in params.items():
+        vals = chosen.get(pname, spec["default"])
+        for v in vals:
+            if not spec["min"] <= v <= spec["max"]:
+                raise CatalogError(
+                    f"variants.{name}.{pname}: {v} is not allowed; allowed: integers {spec['min']} to {spec['max']}"
+                )
+        values[pname] = sorted(set(vals))
+    return values
+
+
+def _variant(name: str, fam: dict, chosen_params: dict, key: str | None, cand: dict) -> Variant:
+    """One build of family ``name``: its params' values and tuning candidate ``key`` (its defines ``cand``)."""
+    vid = name + "".join(f"_{k.lower()}{v}" for k, v in chosen_params.items()) + (f"_{key}" if key else "")
+    prep = fam.get("prepare")
+    variant = Variant(
+        id=vid,
+        family=name,
+        kind=fam["kind"],
+        label=fam["label"],
+        flops=fam["flops"],
+        bytes=fam["bytes"],
+        studies=tuple(fam["studies"]),
+        file=fam.get("file"),
+        entry=fam.get("entry"),
+        block=tuple(fam["block"]) if "block" in fam else None,
+        grid=tuple(fam["grid"]) if "grid" in fam else None,
+        defines=tuple(chosen_params.items()) + tuple({**fam.get("defines", {}), **cand}.items()),
+        includes=tuple(fam.get("includes", [])),
+        nvcc_flags=tuple(f.format(**chosen_params) for f in fam.get("nvcc_flags", [])),
+        prepare=(prep["entry"], tuple(prep["block"]), tuple(prep["grid"])) if prep else None,
+        max_size=fam.get("max_size"),
+        rung_below=fam.get("rung_below"),
+        threads=fam.get("threads"),
+        op=fam.get("op", "matmul"),
+        arch=fam.get("arch"),
+    )
+    if variant.is_cuda:
+        threads = variant.block_dims()[0] * variant.block_dims()[1]
+        if threads > MAX_THREADS_PER_BLOCK:
+            raise CatalogError(
+                f"variants.{name}: {variant.defines_text()} gives {threads} threads per block; "
+                f"at most {MAX_THREADS_PER_BLOCK} allowed"
+            )
+    return variant
 
 
 def from_id(vid: str, families: dict | None = None) -> Variant:
