@@ -269,7 +269,11 @@ def register(sub) -> None:
     s.add_argument("--cpu-max-mnk", type=options.integer(None, None, "verify", "cpu_reference_max_mnk"))
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_measure)
+    _register_paired(sub)
+    _register_studies(sub)
 
+
+def _register_paired(sub) -> None:
     s = sub.add_parser("paired", help="time each race's kernels in alternation: paired shares, energy")
     s.add_argument(
         "--plan", required=True, type=_json_object("the races"), help="the races, as JSON (gpumm.run.races.plan)"
@@ -288,6 +292,9 @@ def register(sub) -> None:
     s.add_argument("--out-dir", default="results/raw/paired")
     s.set_defaults(fn=cmd_paired)
 
+
+def _register_studies(sub) -> None:
+    """The micro-benchmarks' steps and the GPU worker's."""
     s = sub.add_parser("coalescing", help="verify and time the access patterns")
     s.add_argument("--cubin", required=True)
     s.add_argument("--plan", required=True, type=_plan, help="the config's coalescing section, as JSON")
