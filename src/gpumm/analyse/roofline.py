@@ -76,48 +76,50 @@ def points(
     wide = ok.pivot_table(index=["variant", "M"], columns="metric", values="value", aggfunc="sum")
     s = summary[(summary.timed == "kernel") & (summary.memory_mode == "device") & (summary.status == "ok")]
     s = s[(s.M == s.N) & (s.N == s.K)].set_index(["variant", "M"])["gflops"]
-    rows = []
-    for (variant, n), r in wide.iterrows():
-        if (variant, n) not in s.index or DRAM_READ not in r:
-            continue
-        flops = 2.0 * n**3
-        dram = r.get(DRAM_READ, math.nan) + r.get(DRAM_WRITE, 0.0)
-        l2 = r.get(L2_BYTES, math.nan)
-        ai, ai_l2 = (flops / dram if dram > 0 else math.nan), (flops / l2 if l2 > 0 else math.nan)
-        roofs = {
-            "compute": peak / 1e9 if peak > 0 else math.nan,
-            "DRAM": ai * bandwidth / 1e9 if ai == ai and bandwidth > 0 else math.nan,
-            "L2": ai_l2 * l2_bandwidth / 1e9 if ai_l2 == ai_l2 and l2_bandwidth > 0 else math.nan,
-        }
-        known = {k: v for k, v in roofs.items() if v == v}
-        lowest = min(known, key=known.get) if known else ""
-        roof = known.get(lowest, math.nan)
-        g = float(s.loc[(variant, n)])
-        stalls = {
-            m[len(STALL_PREFIX) : -len(STALL_SUFFIX)].replace("_", " "): v
-            for m, v in r.items()
-            if isinstance(m, str) and m.startswith(STALL_PREFIX) and m.endswith(STALL_SUFFIX) and v == v
-        }
-        top = max(stalls, key=stalls.get) if stalls else ""
-        issue = float(r.get(ISSUE, math.nan))
-        share = g / roof if roof > 0 else math.nan
-        rows.append(
-            {
-                "variant": variant,
-                "size": int(n),
-                "gflops": g,
-                "dram_bytes": dram,
-                "flop_per_dram_byte": ai,
-                "flop_per_l2_byte": ai_l2,
-                "compute_roof_gflops": roofs["compute"],
-                "dram_roof_gflops": roofs["DRAM"],
-                "l2_roof_gflops": roofs["L2"],
-                "roof_gflops": roof,
-                "lowest_roof": lowest,
-                "share_of_roof": share,
-                "issue_active_pct": issue,
-                "top_stall": f"{top} ({stalls[top]:.2f} per issue)" if top else "",
-                "bound": bound(share, lowest, issue, top),
-            }
-        )
+    rows = [
+        _point(variant, int(n), r, float(s.loc[(variant, n)]), peak, bandwidth, l2_bandwidth)
+        for (variant, n), r in wide.iterrows()
+        if (variant, n) in s.index and DRAM_READ in r
+    ]
     return pd.DataFrame(rows, columns=cols)
+
+
+def _point(variant: str, n: int, r: pd.Series, g: float, peak: float, bandwidth: float, l2_bandwidth: float) -> dict:
+    """One variant at n³ (``r``: its profile's metrics; ``g``: its median GFLOP/s) under the three roofs."""
+    flops = 2.0 * n**3
+    dram = r.get(DRAM_READ, math.nan) + r.get(DRAM_WRITE, 0.0)
+    l2 = r.get(L2_BYTES, math.nan)
+    ai, ai_l2 = (flops / dram if dram > 0 else math.nan), (flops / l2 if l2 > 0 else math.nan)
+    roofs = {
+        "compute": peak / 1e9 if peak > 0 else math.nan,
+        "DRAM": ai * bandwidth / 1e9 if ai == ai and bandwidth > 0 else math.nan,
+        "L2": ai_l2 * l2_bandwidth / 1e9 if ai_l2 == ai_l2 and l2_bandwidth > 0 else math.nan,
+    }
+    known = {k: v for k, v in roofs.items() if v == v}
+    lowest = min(known, key=known.get) if known else ""
+    roof = known.get(lowest, math.nan)
+    stalls = {
+        m[len(STALL_PREFIX) : -len(STALL_SUFFIX)].replace("_", " "): v
+        for m, v in r.items()
+        if isinstance(m, str) and m.startswith(STALL_PREFIX) and m.endswith(STALL_SUFFIX) and v == v
+    }
+    top = max(stalls, key=stalls.get) if stalls else ""
+    issue = float(r.get(ISSUE, math.nan))
+    share = g / roof if roof > 0 else math.nan
+    return {
+        "variant": variant,
+        "size": n,
+        "gflops": g,
+        "dram_bytes": dram,
+        "flop_per_dram_byte": ai,
+        "flop_per_l2_byte": ai_l2,
+        "compute_roof_gflops": roofs["compute"],
+        "dram_roof_gflops": roofs["DRAM"],
+        "l2_roof_gflops": roofs["L2"],
+        "roof_gflops": roof,
+        "lowest_roof": lowest,
+        "share_of_roof": share,
+        "issue_active_pct": issue,
+        "top_stall": f"{top} ({stalls[top]:.2f} per issue)" if top else "",
+        "bound": bound(share, lowest, issue, top),
+    }

@@ -46,25 +46,7 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
     # the set's label, in the order the sets first appear (a key may be NaN: a variant not in the archive)
     df["set"] = df.groupby(keys, dropna=False, sort=False).ngroup()
     first = df.drop_duplicates("set").set_index("set")
-    ok = df[df["status"] == "ok"]
-    ms = ok.groupby("set")["ms"]
-    burst = ok.groupby("set").head(paired.BURST_SAMPLES).groupby("set")["ms"]
-    stats = pd.DataFrame(
-        {
-            "samples": ms.size(),
-            "median_ms": ms.median(),
-            "q25_ms": ms.quantile(0.25),
-            "q75_ms": ms.quantile(0.75),
-            "min_ms": ms.min(),
-            "max_ms": ms.max(),
-            # seed 001's method (S1-M): the mean of the first 10 timed runs (of all, where a set stopped sooner)
-            "s1m_mean_ms": ok.groupby("set").head(10).groupby("set")["ms"].mean(),
-            # the burst regime: a set's first samples, the card as it started the set (gpumm.analyse.paired)
-            "burst_median_ms": burst.median(),
-            "burst_q25_ms": burst.quantile(0.25),
-            "burst_q75_ms": burst.quantile(0.75),
-        }
-    ).reindex(first.index)
+    stats = _set_stats(df[df["status"] == "ok"]).reindex(first.index)
     has_ok = stats["samples"].notna()
     reason = first["reason"].where(first["reason"].map(lambda r: isinstance(r, str)), "")
     out = first[keys].assign(
@@ -84,7 +66,34 @@ def summarise(samples: pd.DataFrame) -> pd.DataFrame:
         # the work model of each set (the catalog's flops and bytes), where the run recorded it
         **{col: first[col] for col in ("work_flops", "work_bytes") if col in first},
     )
-    summary = out.reset_index(drop=True)
+    return _with_rates(out.reset_index(drop=True))
+
+
+def _set_stats(ok: pd.DataFrame) -> pd.DataFrame:
+    """Each set's count of samples, the median, quartiles, extremes and seed 001's mean of its times, and the
+    same over its first samples (the burst regime)."""
+    ms = ok.groupby("set")["ms"]
+    burst = ok.groupby("set").head(paired.BURST_SAMPLES).groupby("set")["ms"]
+    return pd.DataFrame(
+        {
+            "samples": ms.size(),
+            "median_ms": ms.median(),
+            "q25_ms": ms.quantile(0.25),
+            "q75_ms": ms.quantile(0.75),
+            "min_ms": ms.min(),
+            "max_ms": ms.max(),
+            # seed 001's method (S1-M): the mean of the first 10 timed runs (of all, where a set stopped sooner)
+            "s1m_mean_ms": ok.groupby("set").head(10).groupby("set")["ms"].mean(),
+            # the burst regime: a set's first samples, the card as it started the set (gpumm.analyse.paired)
+            "burst_median_ms": burst.median(),
+            "burst_q25_ms": burst.quantile(0.25),
+            "burst_q75_ms": burst.quantile(0.75),
+        }
+    )
+
+
+def _with_rates(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary with each set's GFLOP/s and GB/s (median and burst), from its work model."""
     m, n, k = (pd.to_numeric(summary[d], errors="coerce").astype(float) for d in "MNK")
     flops = summary["work_flops"] if "work_flops" in summary else pd.Series(np.nan, index=summary.index)
     nbytes = summary["work_bytes"] if "work_bytes" in summary else pd.Series(np.nan, index=summary.index)

@@ -93,11 +93,6 @@ def launch_floor_ms(tables: dict) -> float:
     return floor(tables.get("overhead", pd.DataFrame()))
 
 
-def regime_note(tables: dict) -> str:
-    """How this run's kernel times were taken, written from its own records (gpumm.report.method)."""
-    return method.timing(tables)
-
-
 def header(tables: dict, page: str | None = None) -> None:
     """The top of every page: one short data-source banner (linking how the numbers were taken), the links to
     the index and the other pages, the page's title and its study IDs (each a link to its section); then only
@@ -293,6 +288,28 @@ def published(tables: dict, study_id: str) -> pd.DataFrame:
     return p[p.study_id == study_id]
 
 
+def _floor(ax, d: pd.DataFrame, ticks: list[int], y: str, floor_ms: float, scale: float, bound_from) -> None:
+    """The launch-overhead floor on a size plot (as a time, or as the rate a kernel at the floor would show, where
+    it is near the data), and the sizes ``bound_from``'s samples say are launch-bound, shaded."""
+    n = pd.Series(ticks, dtype=float)
+    if y == "ms":
+        ax.plot(n, [floor_ms * scale] * len(n), ls=":", lw=2, color="black", label="launch-overhead floor")
+    elif y == "gflops":
+        ceiling = 2 * n**3 / (floor_ms * 1e-3) / 1e9 * scale
+        near = ceiling <= 10 * d.value.max()
+        ax.plot(n[near], ceiling[near], ls=":", lw=2, color="black", label="launch-overhead ceiling")
+    bound = launch_bound(bound_from, floor_ms)
+    if bound:
+        ax.axvspan(
+            ticks[0] / 1.4,
+            bound * 1.41,
+            color="grey",
+            alpha=0.13,
+            lw=0,
+            label=f"launch-bound (floor ≥ {LAUNCH_BOUND_SHARE:.0%} of the fastest time)",
+        )
+
+
 def size_plot(
     samples: pd.DataFrame,
     variants: list[str],
@@ -326,52 +343,25 @@ def size_plot(
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 5))
     order = [v for v in variants if v in set(d.variant)]
-    sns.lineplot(  # a colour, a marker and a dash pattern per variant: two lines on top of each other stay apart
-        data=d,
-        x="M",
-        y="value",
-        hue="variant",
-        hue_order=order,
-        style="variant",
-        style_order=order,
-        markers={v: look(v)[1] for v in order},
-        dashes={v: look(v)[2] for v in order},
-        palette={v: look(v)[0] for v in order},
-        estimator="median",
-        errorbar=("pi", 50),
-        ax=ax,
-    )
+    # a colour, a marker and a dash pattern per variant: two lines on top of each other stay apart
+    looks = {"markers": {v: look(v)[1] for v in order}, "dashes": {v: look(v)[2] for v in order}}
+    looks["palette"] = {v: look(v)[0] for v in order}
+    sns.lineplot(data=d, x="M", y="value", hue="variant", hue_order=order, style="variant", style_order=order, **looks,
+                 estimator="median", errorbar=("pi", 50), ax=ax)  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ticks = [int(n) for n in sorted(d.M.unique())]
     if floor_ms == floor_ms and ticks:
-        n = pd.Series(ticks, dtype=float)
-        if y == "ms":
-            ax.plot(n, [floor_ms * scale] * len(n), ls=":", lw=2, color="black", label="launch-overhead floor")
-        elif y == "gflops":  # the rate a kernel at the floor would show; drawn where it is near the data
-            ceiling = 2 * n**3 / (floor_ms * 1e-3) / 1e9 * scale
-            near = ceiling <= 10 * d.value.max()
-            ax.plot(n[near], ceiling[near], ls=":", lw=2, color="black", label="launch-overhead ceiling")
-        bound = launch_bound(d if bound_from is None else _squares(bound_from, timed, mode), floor_ms)
-        if bound:
-            ax.axvspan(
-                ticks[0] / 1.4,
-                bound * 1.41,
-                color="grey",
-                alpha=0.13,
-                lw=0,
-                label=f"launch-bound (floor ≥ {LAUNCH_BOUND_SHARE:.0%} of the fastest time)",
-            )
+        _floor(ax, d, ticks, y, floor_ms, scale, d if bound_from is None else _squares(bound_from, timed, mode))
     ax.set_xticks(ticks, labels=[str(n) for n in ticks])
     if len(ticks) > 7:
         ax.tick_params(axis="x", labelrotation=60)
     ax.xaxis.set_minor_locator(plt.NullLocator())
     ax.set(xlabel="size n (all matrices n × n)", ylabel=ylabel, title=title)
-    handles, labels = ax.get_legend_handles_labels()
     if legend == "below":  # panels side by side: each legend under its panel
-        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=2, fontsize="small")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.5), ncol=2, fontsize="small")
     else:
-        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
     return ax
 
 
