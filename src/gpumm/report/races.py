@@ -83,6 +83,27 @@ def table(v: pd.DataFrame, reference: str, rate_unit: str = "TFLOP/s", rate_scal
     return pd.DataFrame(rows)
 
 
+FIGURE_COLUMNS = ["M", "family", "variant", "regime", "share", "low", "high", "burst_share", "regimes_differ"]
+FIGURE_COLUMNS += ["rate", "power_w", "per_joule", "per_joule_unit"]
+COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c"]  # one per size
+
+
+def _bars(axes, d: pd.DataFrame, off: np.ndarray, h: float, k: int, n: int) -> None:
+    """One size's bars: each kernel's share (hatched where unpaired) with its interval and the burst tick where
+    the regimes differ (left), and its work per joule (right)."""
+    pairedness = (d.regime == PAIRED).to_numpy()
+    share = 100 * d.share.to_numpy(dtype=float)
+    for yy, s, p in zip(off, share, pairedness):
+        if s == s:
+            axes[0].barh(yy, s, height=h * 0.95, color=COLOURS[k % 3], hatch=None if p else "//",
+                         alpha=1.0 if p else 0.45)  # fmt: skip
+    err = np.array([share - 100 * d.low.to_numpy(dtype=float), 100 * d.high.to_numpy(dtype=float) - share])
+    axes[0].errorbar(share, off, xerr=np.nan_to_num(err), fmt="none", ecolor="black", lw=1, capsize=2)
+    differ = d.regimes_differ.astype(str) == "True"
+    axes[0].scatter(100 * d.burst_share[differ], off[differ.to_numpy()], marker="|", s=120, color="black", zorder=3)
+    axes[1].barh(off, d.per_joule, height=h * 0.95, color=COLOURS[k % 3], label=f"{n}³")
+
+
 def figure(v: pd.DataFrame, reference: str, name: str, caption_more: str = "", goal: float | None = None) -> None:
     """Two panels, a bar per kernel and size: its share of the reference (paired bars with their 95% interval,
     unpaired ones hatched, the burst share a black tick where it differs), and its work per joule."""
@@ -95,22 +116,9 @@ def figure(v: pd.DataFrame, reference: str, name: str, caption_more: str = "", g
         1, 2, figsize=(13, 0.5 * len(order) + 2.0), sharey=True, gridspec_kw={"width_ratios": [3, 2]}
     )
     y = np.arange(len(order))
-    colours = ["#1f77b4", "#ff7f0e", "#2ca02c"]
     h = 0.8 / len(sizes)
     for k, n in enumerate(sizes):
-        d = v[v.M == n].set_index("family").reindex(order)
-        off = y + (k - (len(sizes) - 1) / 2) * h
-        pairedness = (d.regime == PAIRED).to_numpy()
-        share = 100 * d.share.to_numpy(dtype=float)
-        for yy, s, p in zip(off, share, pairedness):
-            if s == s:
-                axes[0].barh(yy, s, height=h * 0.95, color=colours[k % 3], hatch=None if p else "//",
-                             alpha=1.0 if p else 0.45)  # fmt: skip
-        err = np.array([share - 100 * d.low.to_numpy(dtype=float), 100 * d.high.to_numpy(dtype=float) - share])
-        axes[0].errorbar(share, off, xerr=np.nan_to_num(err), fmt="none", ecolor="black", lw=1, capsize=2)
-        differ = d.regimes_differ.astype(str) == "True"
-        axes[0].scatter(100 * d.burst_share[differ], off[differ.to_numpy()], marker="|", s=120, color="black", zorder=3)
-        axes[1].barh(off, d.per_joule, height=h * 0.95, color=colours[k % 3], label=f"{n}³")
+        _bars(axes, v[v.M == n].set_index("family").reindex(order), y + (k - (len(sizes) - 1) / 2) * h, h, k, n)
     axes[0].set_yticks(y, labels=order)
     axes[0].invert_yaxis()
     top = float(np.nanmax(100 * v.high.fillna(v.share)))
@@ -124,23 +132,7 @@ def figure(v: pd.DataFrame, reference: str, name: str, caption_more: str = "", g
     plt.tight_layout()
     fig.legend(handles, labels, title="size", loc="upper center", ncol=len(sizes), bbox_to_anchor=(0.5, 0.0))
     F.figure(
-        v[
-            [
-                "M",
-                "family",
-                "variant",
-                "regime",
-                "share",
-                "low",
-                "high",
-                "burst_share",
-                "regimes_differ",
-                "rate",
-                "power_w",
-                "per_joule",
-                "per_joule_unit",
-            ]
-        ],  # fmt: skip
+        v[FIGURE_COLUMNS],
         name=name,
         caption=f"Each kernel's share of {reference} at each paired size (left; bars: the sustained share, timed in "
         "alternation with the reference, with its 95% interval; a black tick: the burst share of each kernel's own "
