@@ -151,6 +151,38 @@ def predicted_s(single_s: float, plan: Plan, cold: bool = False, checks: int = C
     return single_s * (checks + plan.rule.min_samples * (2 if cold else 1))
 
 
+def _base(variant: Variant, mode_name: str, M: int, N: int, K: int) -> dict:
+    """The fields every row of one set shares: the variant, the shape, the memory mode, what is timed, its work."""
+    flops, nbytes = variant.work(M, N, K)
+    return dict(
+        variant=variant.id,
+        family=variant.family,
+        defines=variant.defines_text(),
+        kind=variant.kind,
+        M=M,
+        N=N,
+        K=K,
+        memory_mode=mode_name,
+        timed="kernel" if variant.on_gpu else "end_to_end",
+        work_flops=flops,
+        work_bytes=nbytes,
+    )
+
+
+def _not_run(variant: Variant, shape: tuple, plan: Plan, rate: float | None, cost: float, cold: bool, broken: str):
+    """(status, reason) of a set that is not run: after a CUDA error, beyond the variant's max_size, or predicted
+    over budget from the mode's rate at the last shape; None where it runs."""
+    if broken:
+        return "failed", f"not run: an earlier error ({broken})"
+    if variant.max_size and max(shape) > variant.max_size:
+        return "skipped", f"larger than this variant's max_size {variant.max_size} (catalog)"
+    if rate is not None and predicted_s(cost / rate, plan, cold) > plan.budget_s:
+        predicted = predicted_s(cost / rate, plan, cold)
+        samples = f"{plan.rule.min_samples} samples"
+        return "skipped", f"predicted {predicted:.0f} s for its checks and {samples} > budget {plan.budget_s:g} s"
+    return None
+
+
 def _run(variant: Variant, binary, plan: Plan, progress: bool) -> pd.DataFrame:
     from tqdm import tqdm
 
@@ -166,42 +198,12 @@ def _run(variant: Variant, binary, plan: Plan, progress: bool) -> pd.DataFrame:
     for mode_name, (M, N, K) in bar:
         bar.set_postfix_str(f"{mode_name} {M}x{N}x{K}")
         set_start = time.monotonic()
-        base = dict(
-            variant=variant.id,
-            family=variant.family,
-            defines=variant.defines_text(),
-            kind=variant.kind,
-            M=M,
-            N=N,
-            K=K,
-            memory_mode=mode_name,
-            timed="kernel" if variant.on_gpu else "end_to_end",
-        )
-        flops, nbytes = variant.work(M, N, K)
-        base.update(work_flops=flops, work_bytes=nbytes)
-        cost = flops or nbytes  # what the rate below counts: flops, or bytes for the operations without any
+        base = _base(variant, mode_name, M, N, K)
+        cost = base["work_flops"] or base["work_bytes"]  # what the rate counts: flops, or bytes where there are none
         mode = memory.get(mode_name)
-        cold = "cold" in mode.info.timed
-        if broken:
-            rows.append({**base, "status": "failed", "reason": f"not run: an earlier error ({broken})"})
-        elif variant.max_size and max(M, N, K) > variant.max_size:
-            rows.append(
-                {
-                    **base,
-                    "status": "skipped",
-                    "reason": f"larger than this variant's max_size {variant.max_size} (catalog)",
-                }
-            )
-        elif mode_name in rate and predicted_s(cost / rate[mode_name], plan, cold) > plan.budget_s:
-            predicted = predicted_s(cost / rate[mode_name], plan, cold)
-            rows.append(
-                {
-                    **base,
-                    "status": "skipped",
-                    "reason": f"predicted {predicted:.0f} s for its checks and {plan.rule.min_samples} samples "
-                    f"> budget {plan.budget_s:g} s",
-                }
-            )
+        not_run = _not_run(variant, (M, N, K), plan, rate.get(mode_name), cost, "cold" in mode.info.timed, broken)
+        if not_run:
+            rows.append({**base, "status": not_run[0], "reason": not_run[1]})
         else:
             try:
                 new_rows, seconds = _one_shape(launcher, op, mode, plan, base, watch)
