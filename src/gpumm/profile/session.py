@@ -314,6 +314,26 @@ def _profile(plan, variants, todo, want_coal, metrics, seed, results, say) -> di
     return out
 
 
+def _records(name: str, per_launch: dict, owned, launched: list) -> list[dict]:
+    """The profile rows of item ``name``: each metric of each launch ``owned`` (launch id, index into
+    ``launched``) that the target made for it, labelled with its size (or the access pattern's settings)."""
+    from gpumm.run import coalescing
+
+    recs = []
+    for launch_id, j in owned:
+        if j is None or launched[j].get("name") != name:
+            continue
+        item = launched[j]
+        for r in per_launch[launch_id]:
+            rec = {"variant": name, **r, "status": "ok", "reason": ""}
+            if name == "access_patterns":
+                rec.update({k: item["config"][k] for k in coalescing.LABEL_KEYS})
+            else:
+                rec.update(M=item["size"], N=item["size"], K=item["size"])
+            recs.append(rec)
+    return recs
+
+
 def _session(plan, variants, fresh, metrics, seed, work, say) -> dict[str, pd.DataFrame]:
     """One ncu session over the items ``fresh`` (variant ids and 'access_patterns')."""
     from gpumm.run import coalescing
@@ -357,18 +377,7 @@ def _session(plan, variants, fresh, metrics, seed, work, say) -> dict[str, pd.Da
             reason = f"ncu's launches did not match the target's ({exc})"
     for name in fresh:
         sizes_n = plan["variants"][name]["sizes"] if name != "access_patterns" else [0]
-        recs = []
-        for launch_id, j in zip(order, owners):
-            if j is None or launched[j].get("name") != name:
-                continue
-            item = launched[j]
-            for r in per_launch[launch_id]:
-                rec = {"variant": name, **r, "status": "ok", "reason": ""}
-                if name == "access_patterns":
-                    rec.update({k: item["config"][k] for k in coalescing.LABEL_KEYS})
-                else:
-                    rec.update(M=item["size"], N=item["size"], K=item["size"])
-                recs.append(rec)
+        recs = _records(name, per_launch, zip(order, owners), launched)
         why = reason or "ncu profiled no launch of it"
         if recs:
             out[name] = pd.DataFrame(recs)

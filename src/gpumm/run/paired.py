@@ -161,38 +161,70 @@ def _energy_phase(members: list[Member], settings: dict, watch: clocks.Watch) ->
     power = pairing.power_per_member(spans, poll.samples(), settle)
     rows = []
     for m, _ in plan:
-        s0, s1 = spans[m.id]
-        inside = [r for r in poll.rows if s0 + settle <= r[0] <= s1 and r[5]]
-        e, p = energy[m.id], power[m.id]
-        sm = [r[2] for r in inside if r[2] is not None]
-        reasons = 0
-        for r in inside:
-            reasons |= r[3] or 0
-        reasons &= clocks.SLOWDOWN | 0x10
-        viol = [(r[0], r[4]) for r in inside if r[4] is not None]
-        span = viol[-1][0] - viol[0][0] if len(viol) > 1 else 0.0
-        capped = min(100.0, 100 * (viol[-1][1] - viol[0][1]) / 1e9 / span) if span > 0 else math.nan
-        settled = [t for t, (a, _) in zip(times[m.id], zip(at_of[m.id], at_of[m.id][1:])) if a >= s0 + settle]
+        settled = [t for t, a in zip(times[m.id], at_of[m.id]) if a >= spans[m.id][0] + settle]
         rows.append(
-            {
-                "phase": "energy",
-                "variant": m.id,
-                "ms": statistics.median(settled or times[m.id]),
-                "batch": m.batch,
-                "t_s": round(s0 - t_ref, 6),
-                "window_s": e.seconds,
-                "energy_j": e.joules,
-                "window_work": e.work,
-                "power_mean_w": p.mean_w,
-                "power_peak_w": p.peak_w,
-                "power_samples": p.samples,
-                "sm_clock_mhz": statistics.median(sm) if sm else math.nan,
-                "sm_clock_min_mhz": min(sm) if sm else math.nan,
-                "clock_reasons": hex(reasons) if inside else "",
-                "power_capped_pct": capped,
-                "throttled": clocks.throttled(reasons, capped, min(sm) if sm else None, watch.max_sm_mhz),
-            }
+            _energy_row(m, spans[m.id], energy[m.id], power[m.id], poll.rows, settle, watch)
+            | {"ms": statistics.median(settled or times[m.id]), "t_s": round(spans[m.id][0] - t_ref, 6)}
         )
+    return rows
+
+
+def _energy_row(m: Member, span: tuple, e, p, polled: list, settle: float, watch: clocks.Watch) -> dict:
+    """One member's energy row: its energy and power (``e``, ``p``: gpumm.run.pairing), and the clock, reasons and
+    capped share of NVML's readings in its span after ``settle`` seconds."""
+    s0, s1 = span
+    inside = [r for r in polled if s0 + settle <= r[0] <= s1 and r[5]]
+    sm = [r[2] for r in inside if r[2] is not None]
+    reasons = 0
+    for r in inside:
+        reasons |= r[3] or 0
+    reasons &= clocks.SLOWDOWN | 0x10
+    viol = [(r[0], r[4]) for r in inside if r[4] is not None]
+    width = viol[-1][0] - viol[0][0] if len(viol) > 1 else 0.0
+    capped = min(100.0, 100 * (viol[-1][1] - viol[0][1]) / 1e9 / width) if width > 0 else math.nan
+    return {
+        "phase": "energy",
+        "variant": m.id,
+        "batch": m.batch,
+        "window_s": e.seconds,
+        "energy_j": e.joules,
+        "window_work": e.work,
+        "power_mean_w": p.mean_w,
+        "power_peak_w": p.peak_w,
+        "power_samples": p.samples,
+        "sm_clock_mhz": statistics.median(sm) if sm else math.nan,
+        "sm_clock_min_mhz": min(sm) if sm else math.nan,
+        "clock_reasons": hex(reasons) if inside else "",
+        "power_capped_pct": capped,
+        "throttled": clocks.throttled(reasons, capped, min(sm) if sm else None, watch.max_sm_mhz),
+    }
+
+
+def _pairs(members: list[Member]) -> list[tuple[str, str]]:
+    """The comparisons the rounds' stopping rule watches: each rung against the reference and the rung below."""
+    reference = next(m for m in members if m.role == "reference")
+    by_family = {m.variant.family: m for m in members}
+    pairs = [(m.id, reference.id) for m in members if m is not reference]
+    pairs += [(m.id, by_family[m.rung_below].id) for m in members if m.rung_below in by_family and m is not reference]
+    return pairs
+
+
+def _round_rows(entry: tuple, origin, per_round: dict) -> list[dict]:
+    """A finished round's rows (its events read once the last is done); a sustained round's times join
+    ``per_round``."""
+    import cupy
+
+    index, phase, order, evs = entry
+    evs[-1].synchronize()
+    rows = []
+    for pos, m in enumerate(order):
+        ms = cupy.cuda.get_elapsed_time(evs[pos], evs[pos + 1]) / m.batch
+        t_s = round(cupy.cuda.get_elapsed_time(origin, evs[pos]) / 1e3, 6)
+        rows.append(
+            {"phase": phase, "variant": m.id, "round": index, "position": pos, "batch": m.batch, "ms": ms, "t_s": t_s}
+        )
+        if phase == "sustained":
+            per_round[m.id].append(ms)
     return rows
 
 
@@ -202,10 +234,7 @@ def _rounds(members: list[Member], settings: dict, watch: clocks.Watch, heat_s: 
     import cupy
 
     rule = pairing.Rule(settings["min_rounds"], settings["max_rounds"], settings["ci_points"], settings["max_s"])
-    reference = next(m for m in members if m.role == "reference")
-    by_family = {m.variant.family: m for m in members}
-    pairs = [(m.id, reference.id) for m in members if m is not reference]
-    pairs += [(m.id, by_family[m.rung_below].id) for m in members if m.rung_below in by_family and m is not reference]
+    pairs = _pairs(members)
     stream = cupy.cuda.get_current_stream()
     origin = cupy.cuda.Event()
     origin.record(stream)
@@ -216,23 +245,7 @@ def _rounds(members: list[Member], settings: dict, watch: clocks.Watch, heat_s: 
     r = 0
 
     def finish(entry):
-        index, phase, order, evs = entry
-        evs[-1].synchronize()
-        for pos, m in enumerate(order):
-            ms = cupy.cuda.get_elapsed_time(evs[pos], evs[pos + 1]) / m.batch
-            rows.append(
-                {
-                    "phase": phase,
-                    "variant": m.id,
-                    "round": index,
-                    "position": pos,
-                    "batch": m.batch,
-                    "ms": ms,
-                    "t_s": round(cupy.cuda.get_elapsed_time(origin, evs[pos]) / 1e3, 6),
-                }
-            )
-            if phase == "sustained":
-                per_round[m.id].append(ms)
+        rows.extend(_round_rows(entry, origin, per_round))
 
     while not stop:
         phase = "heat" if time.perf_counter() < heat_until else "sustained"
