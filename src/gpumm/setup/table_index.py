@@ -121,7 +121,14 @@ TABLES = {
         "gpumm.archive.reference",
         "what the whole study cost on each archived run: wall time, GPU-busy time, steps",
     ),
-    "headlines": ("gpumm.analyse.headlines", "the index's headline numbers, each with its page and anchor"),
+    "headlines": (
+        "gpumm.analyse.headlines",
+        "the index's headline numbers, each with its page and anchor, each from one table: best_share_N and "
+        "best_bf16_share_N from verdicts.share (paired) or summary.gflops (unpaired), efficient_* from "
+        "verdicts.per_joule, transpose_share from transpose_goal.of_copy_kernel, rows_over_cols from "
+        "coalescing_ratio.ratio, zero_copy_cublas and cold_managed_cublas from summary.median_ms, launch_floor "
+        "from overhead.median_us, claims from claim_verdicts.verdict; the kernel a row names is in docs/kernels.md",
+    ),
     "tuning": ("gpumm.analyse.race", "each tuning candidate's rate and share of cuBLAS; the chosen one"),
     "paired": (
         "gpumm.analyse.paired",
