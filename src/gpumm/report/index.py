@@ -339,7 +339,7 @@ def _digests(source: dict) -> pd.DataFrame:
     digests, now = source.get("variant_digests", {}), source.get("variant_digests_now", {})
     return pd.DataFrame(
         [
-            {"variant": k, "digest (archived run)": d, "digest (this checkout)": now.get(k, "")}
+            {"variant": k, "digest (the archive certifies)": d, "digest (this checkout)": now.get(k, "")}
             for k, d in digests.items()
         ]
     )
