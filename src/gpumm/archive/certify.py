@@ -2,9 +2,9 @@
 
 A variant's digest (gpumm.setup.digest) changes with any token of its kernel file or includes. Where a refactor
 changed the tokens and not the machine code, the archived numbers still stand for it: :func:`certify` builds
-each CUDA variant whose digest the archive does not certify, compares the SASS with the SASS the archive keeps
-(byte for byte, as ``cuobjdump`` writes it; up to three builds, since ptxas does not always allocate
-registers alike), and where they are the same records today's digest as certified
+each CUDA variant whose digest the archive does not certify, compares the SASS of the functions it launches with
+the SASS the archive keeps of them (byte for byte, as ``cuobjdump`` writes it; up to three builds, since ptxas
+does not always allocate registers alike), and where they are the same records today's digest as certified
 (``how``: the SASS and the nvcc that built it) in the archive's DIGESTS.json. Nothing is measured; any machine
 with nvcc does it, no GPU needed. A variant whose SASS differs, or that has no kernel (cuBLAS, the CPU
 baselines: their digest is their catalog entry and the method's version), stays stale: measure it again.
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from gpumm.archive import reference
-from gpumm.build import nvcc
+from gpumm.build import loops, nvcc
 from gpumm.setup.catalog import Variant
 
 
@@ -29,13 +29,23 @@ def _nvcc_version() -> str:
 BUILDS = 3  # ptxas does not always allocate registers alike (interior_b256x128k8: 1 build in 4 differed)
 
 
-def _same_sass(v: Variant, arch: str, archived: bytes, tmp: Path) -> bool:
-    """Whether a build of ``v`` gives the archived SASS, in up to BUILDS builds: the same source and flags can
-    give two register allocations, and the archived one is then a build of today's code."""
+def launched(sass: str, v: Variant) -> str | None:
+    """The SASS of the functions a variant launches (its entry, and its preparation kernel's), which hold all the
+    code it runs (no kernel of this project calls a function it does not inline); None where one is missing."""
+    names = [v.entry] + ([v.prepare[0]] if v.prepare else [])
+    blocks = [loops.function_sass(sass, name) for name in names]
+    return None if None in blocks else "".join(blocks)
+
+
+def _same_sass(v: Variant, arch: str, archived: str, tmp: Path) -> bool:
+    """Whether a build of ``v`` gives the archived SASS of the functions it launches, in up to BUILDS builds: the
+    same source and flags can give two register allocations, and the archived one is then a build of today's
+    code. Functions it does not launch (a rung below, included and renamed) are not compared."""
+    want = launched(archived, v)
     for i in range(BUILDS):
         out = tmp / f"{v.id}-{i}"
         nvcc.build(v, arch, out)
-        if (out / "kernel.sass").read_bytes() == archived:
+        if want is not None and launched((out / "kernel.sass").read_text(), v) == want:
             return True
     return False
 
@@ -56,7 +66,8 @@ def certify(archive: Path, variants: list[Variant]) -> list[str]:
                 lines.append(f"{v.id}: stale (no archived SASS to compare: measure it again)")
                 continue
             resources = json.loads((archive / "build" / v.id / "resources.json").read_text())
-            if not _same_sass(v, resources.get("arch") or "sm_90", gzip.decompress(sass.read_bytes()), Path(tmp)):
+            archived = gzip.decompress(sass.read_bytes()).decode()
+            if not _same_sass(v, resources.get("arch") or "sm_90", archived, Path(tmp)):
                 lines.append(f"{v.id}: stale (its SASS differs from the archived build's: measure it again)")
                 continue
             version = version or _nvcc_version()

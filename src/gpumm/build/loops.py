@@ -103,6 +103,18 @@ def _opcode(text: str) -> str:
     return words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
 
 
+def function_sass(sass: str, name: str) -> str | None:
+    """The lines ``cuobjdump -sass`` prints for function ``name`` (from its ``Function :`` line to the next
+    function's), or None where the text has no such function."""
+    out, inside = [], False
+    for line in sass.splitlines(keepends=True):
+        if "Function :" in line:
+            inside = line.split("Function :")[1].strip() == name
+        if inside:
+            out.append(line)
+    return "".join(out) or None
+
+
 def sass_loop(sass: str, entry: str) -> Loop:
     """The innermost FMA loop of ``entry`` in ``cuobjdump -sass`` text."""
     instrs: list[tuple[int, str]] = []
