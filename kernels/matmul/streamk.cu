@@ -36,9 +36,7 @@
 // counter); a grid wider than SK_MAX_BLOCKS runs whole waves only (correct,
 // with the partial wave).
 
-#define matmul_interior matmul_interior_unused_in_streamk
-#include "interior.cu"
-#undef matmul_interior
+#include "interior.cuh"
 
 #ifndef SK_MAX_BLOCKS
 #define SK_MAX_BLOCKS 160  // the workspace: 2 tiles of 128 KiB per block, 40 MiB

@@ -34,7 +34,10 @@ def launched(sass: str, v: Variant) -> str | None:
     code it runs (no kernel of this project calls a function it does not inline); None where one is missing."""
     names = [v.entry] + ([v.prepare[0]] if v.prepare else [])
     blocks = [loops.function_sass(sass, name) for name in names]
-    return None if None in blocks else "".join(blocks)
+    if None in blocks:
+        return None
+    # each line's words: cuobjdump pads its columns to the widest function of the cubin, which says nothing
+    return "\n".join(" ".join(line.split()) for block in blocks for line in block.splitlines())
 
 
 def _same_sass(v: Variant, arch: str, archived: str, tmp: Path) -> bool:

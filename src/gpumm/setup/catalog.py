@@ -362,19 +362,23 @@ def excerpt(family: str, families: dict | None = None, path: Path = EXCERPTS) ->
     if not pieces:
         return "", ""
     fam = (families if families is not None else load()).get(family, {})
-    lines = (paths.KERNELS / fam["file"]).read_text().splitlines()
     found = []
     for piece in pieces if isinstance(pieces, list) else [pieces]:
+        name = piece.get("file", fam["file"])  # the family's kernel file, or a header of it
+        lines = (paths.KERNELS / name).read_text().splitlines()
         at = [i for i, line in enumerate(lines) if re.search(piece["start"], line)]
         if len(at) != 1:
             raise ValueError(
-                f"{paths.shown(path)}: {family}: {piece['start']!r} matches {len(at)} lines of kernels/{fam['file']}"
+                f"{paths.shown(path)}: {family}: {piece['start']!r} matches {len(at)} lines of kernels/{name}"
                 " (one wanted)"
             )
-        found.append((at[0], at[0] + int(piece["lines"])))
-    found.sort()
-    text = "\n    ...\n".join(_dedent(lines[a:b]) for a, b in found)
-    where = ", ".join(f"line {a + 1}" if b == a + 1 else f"lines {a + 1}-{b}" for a, b in found)
+        found.append((name, at[0], at[0] + int(piece["lines"]), lines))
+    found.sort(key=lambda f: (f[0] != fam["file"], f[0], f[1]))
+    text = "\n    ...\n".join(_dedent(lines[a:b]) for _, a, b, lines in found)
+    where = ", ".join(
+        ("" if name == fam["file"] else f"{name} ") + (f"line {a + 1}" if b == a + 1 else f"lines {a + 1}-{b}")
+        for name, a, b, _ in found
+    )
     return text, where
 
 
