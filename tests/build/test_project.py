@@ -58,6 +58,11 @@ def test_every_catalog_variant_compiles(vid, tmp_path):
     assert report["registers"] > 0 and (report["spill_store_bytes"] == 0 or capped)  # caps may spill: their point
     if loops.cuobjdump() is None:
         pytest.fail("cuobjdump is not installed: install the test extra (pip install -e '.[test]')")
+    # held against the catalog (issue 38): the cubin holds the kernels the variant launches, and no other (a rung
+    # below, included and renamed, would be built, archived and never run)
+    functions = {line.split("Function :")[1].strip() for line in (tmp_path / "kernel.sass").read_text().splitlines()
+                 if "Function :" in line}  # fmt: skip
+    assert functions == {v.entry} | ({v.prepare[0]} if v.prepare else set()), functions
     if v.op != "matmul":  # a transpose or a copy has no multiply-add loop to count
         return
     ptx, sass = (tmp_path / "kernel.ptx").read_text(), (tmp_path / "kernel.sass").read_text()
