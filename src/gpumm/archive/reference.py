@@ -33,26 +33,28 @@ MANIFEST = "MANIFEST.json"  # every file of an archive, as written (gpumm.setup.
 CERTIFIED = "DIGESTS.json"
 
 
-def certified(archive: Path) -> dict[str, str]:
-    """variant -> the digest the archive certifies its numbers for ({} where it certifies none)."""
+def _certificates(archive: Path) -> dict:
+    """The archive's DIGESTS.json as read; a fresh, empty one where it is missing, unreadable or of another
+    scheme (a digest made another way is not compared)."""
     try:
         record = json.loads((archive / CERTIFIED).read_text())
     except (OSError, ValueError):
-        return {}
-    if record.get("scheme") != variant_digest.SCHEME:
-        return {}
-    return {vid: e["digest"] for vid, e in (record.get("variants") or {}).items() if isinstance(e, dict)}
+        record = None
+    if not isinstance(record, dict) or record.get("scheme") != variant_digest.SCHEME:
+        return {"scheme": variant_digest.SCHEME, "variants": {}}
+    return record
+
+
+def certified(archive: Path) -> dict[str, str]:
+    """variant -> the digest the archive certifies its numbers for ({} where it certifies none)."""
+    entries = _certificates(archive).get("variants") or {}
+    return {vid: e["digest"] for vid, e in entries.items() if isinstance(e, dict)}
 
 
 def write_certified(archive: Path, entries: dict[str, dict]) -> None:
     """Record ``entries`` (variant -> {digest, how, ...}) over what the archive certified, then seal the archive."""
-    try:
-        record = json.loads((archive / CERTIFIED).read_text())
-    except (OSError, ValueError):
-        record = {}
-    if record.get("scheme") != variant_digest.SCHEME:
-        record = {"scheme": variant_digest.SCHEME, "variants": {}}
-    record["variants"] = dict(sorted({**record.get("variants", {}), **entries}.items()))
+    record = _certificates(archive)
+    record["variants"] = dict(sorted({**(record.get("variants") or {}), **entries}.items()))
     (archive / CERTIFIED).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     seal(archive)
 
@@ -75,18 +77,31 @@ def _unreadable(archive: Path) -> str | None:
     """Why an archive cannot be used (one line naming the file), or None: its provenance cannot be read, its
     manifest is missing, a file differs from the manifest (cut, edited, missing), or a value cannot be
     (gpumm.setup.values: the file, row and column)."""
-    why = _unreadable_provenance(archive)
-    if why:
-        return why
-    if not (archive / MANIFEST).is_file():
-        return f"{paths.shown(archive / MANIFEST)}: missing (an archive is used only as its manifest records it)"
-    return _checked(archive, (archive / MANIFEST).read_bytes())
+    return _unreadable_provenance(archive) or _fault(archive)
+
+
+def manifest_missing(archive: Path) -> str | None:
+    """One line where the archive has no manifest (it is then used for nothing), else None."""
+    f = archive / MANIFEST
+    return None if f.is_file() else f"{paths.shown(f)}: missing (an archive is used only as its manifest records it)"
+
+
+def _fault(archive: Path) -> str | None:
+    """The first fault of an archive, in one line, or None: no manifest, a file that differs from it, a value that
+    cannot be, or a file that differs from its step's own record. Checked once per state of the archive's files in
+    a process (the workflow asks for it while choosing the archive and again before replaying it)."""
+    missing = manifest_missing(archive)
+    if missing:
+        return missing
+    stats = sorted((p.as_posix(), p.stat()) for p in archive.rglob("*") if p.is_file())
+    state = tuple((name, st.st_size, st.st_mtime_ns) for name, st in stats)
+    return _checked(archive, (archive / MANIFEST).read_bytes(), state)
 
 
 @functools.lru_cache(maxsize=16)
-def _checked(archive: Path, sealed: bytes) -> str | None:
-    """The files of ``archive`` against its manifest ``sealed`` (its bytes: a manifest sealed again is checked
-    again), then every value; once per manifest in a process."""
+def _checked(archive: Path, sealed: bytes, state: tuple) -> str | None:
+    """The files of ``archive`` against its manifest ``sealed`` (its bytes), then every value, then each step's
+    record; ``state`` (every file's size and time) makes a changed file a new check."""
     found = manifest.problems(archive, archive / MANIFEST)
     if found:
         return found[0] + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
@@ -146,23 +161,10 @@ def seal(archive: Path) -> Path:
 def check(archive: Path) -> None:
     """Raise ArchiveError (one line naming the first file) where the archive's manifest is missing, a file
     differs from it, or a value cannot be (the file, row and column)."""
-    remedy = f"restore it (git checkout -- {paths.shown(archive)}) or replay another archive (replay_from)"
-    if not (archive / MANIFEST).is_file():
-        raise ArchiveError(
-            f"archive {archive.name}: {paths.shown(archive / MANIFEST)}: missing (an archive is used only as its "
-            f"manifest records it): {remedy}"
-        )
-    found = manifest.problems(archive, archive / MANIFEST)
-    if found:
-        raise ArchiveError(f"archive {archive.name}: {manifest.first(found, remedy)}")
-    try:
-        values.check_folder(archive)
-    except values.ValueProblem as exc:
-        raise ArchiveError(f"archive {archive.name}: {exc}: {remedy}") from None
-    for meta in sorted((archive / "raw").glob("*/meta.json")):  # each step's own record of what it wrote
-        found += manifest.recorded(meta)
-    if found:
-        raise ArchiveError(f"archive {archive.name}: {manifest.first(found, remedy)}")
+    fault = _fault(archive)
+    if fault:
+        remedy = f"restore it (git checkout -- {paths.shown(archive)}) or replay another archive (replay_from)"
+        raise ArchiveError(f"archive {archive.name}: {fault}: {remedy}")
 
 
 def complete(archive: Path) -> bool:

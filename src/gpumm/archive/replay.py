@@ -86,12 +86,8 @@ STUDY_FILES = {
 def _as_archived(f: Path, archive: Path) -> None:
     """Raise ArchiveError (one line naming ``f``) where an archived file differs from the archive's manifest, or
     the archive has none: a replay never copies a damaged file (a file the manifest does not record passes)."""
-    if not (archive / reference.MANIFEST).is_file():
-        raise reference.ArchiveError(
-            f"archive {archive.name}: {paths.shown(archive / reference.MANIFEST)}: missing: restore it or replay "
-            "another archive"
-        )
-    problem = manifest.check(f, archive / reference.MANIFEST) if f.is_file() else None
+    problem = reference.manifest_missing(archive)
+    problem = problem or (manifest.check(f, archive / reference.MANIFEST) if f.is_file() else None)
     if problem:
         raise reference.ArchiveError(f"archive {archive.name}: {problem}: restore it or replay another archive")
 

@@ -33,10 +33,10 @@ def plan(findings: list[records.Finding], makes: Callable[[str], bool], results:
     not a result of this workflow and is not named."""
     say, force = [], []
     for f in findings:
-        made = [p for p in f.force if makes(_rel(p, results))]
+        made = [target for target in (_rel(p, results) for p in f.force) if makes(target)]
         if made:
             say.append(f.line)
-            force += [_rel(p, results) for p in made if _rel(p, results) not in force]
+            force += [target for target in made if target not in force]
         elif f.recorded:
             say.append(f"{f.line.rsplit(';', 1)[0]}; no step of this run makes it: left as it is")
     return say, force

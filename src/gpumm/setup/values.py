@@ -193,18 +193,17 @@ def check_csv(path: Path, card: Card, operation: str | None = None) -> None:
     variant computes, for the FLOP bound)."""
     file_kind = kind(path)
     spec = SPECS.get(file_kind or "", {})
-    for n, row in rows(path):
+    numbered = list(rows(path))
+    for n, row in numbered:
         ok = (row.get("status") or "ok") == "ok"
         for col, how in spec.items():
             _check_cell(path, n, row, col, how, card, operation, file_kind, required=(how == TIME and ok))
         for work, rate in RATES.get(file_kind or "", ()):
             _agree(path, n, row, work, rate)
-        if file_kind == "profile" and row.get("unit") in PROFILE_UNITS and row.get("status") == "ok":
-            _check_cell(path, n, row, "value", PROFILE_UNITS[row["unit"]], card, operation, file_kind)
-        elif file_kind == "profile" and row.get("status") == "ok":
-            _check_cell(path, n, row, "value", REAL, card, operation, file_kind)
+        if file_kind == "profile" and row.get("status") == "ok":  # a profile's value, by its unit
+            _check_cell(path, n, row, "value", PROFILE_UNITS.get(row.get("unit"), REAL), card, operation, file_kind)
     if file_kind == "profile":
-        _counters_within_their_launch(path, card)
+        _counters_within_their_launch(path, numbered, card)
 
 
 def _check_cell(path, n, row, col, how, card, operation, file_kind, required=False) -> None:
@@ -234,11 +233,11 @@ def _launch(row: dict) -> tuple:
     return tuple(v for k, v in row.items() if k not in ("metric", "value", "unit", "status", "reason"))
 
 
-def _counters_within_their_launch(path: Path, card: Card) -> None:
+def _counters_within_their_launch(path: Path, numbered: list[tuple[int, dict]], card: Card) -> None:
     """Raise ValueProblem where a profiled launch's duration is not positive, or a byte or sector counter moved
     more than the card's bound over that duration (a DRAM counter against the DRAM bandwidth, any other
-    against the on-chip bound)."""
-    ok = [(n, r) for n, r in rows(path) if r.get("status") == "ok"]
+    against the on-chip bound); ``numbered``: the profile's rows, as :func:`rows` gives them."""
+    ok = [(n, r) for n, r in numbered if r.get("status") == "ok"]
     ns = {_launch(r): float(r["value"]) for n, r in ok if r.get("metric") == DURATION and r.get("value")}
     for n, r in ok:
         if r.get("metric") == DURATION and not ns[_launch(r)] > 0:
@@ -275,8 +274,8 @@ def _where(path: Path, n: int, col: str) -> str:
     return f"{paths.shown(path)}: row {n} (line {n + 1}), column {col}"
 
 
-def check_json(path: Path) -> None:
-    """Raise ValueProblem where a JSON file cannot be read or holds a number that is not finite."""
+def check_json(path: Path):
+    """The data of a JSON file; ValueProblem where it cannot be read or holds a number that is not finite."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -289,6 +288,7 @@ def check_json(path: Path) -> None:
             walk(v, f"{key}.{k}" if key else str(k))
 
     walk(data, "")
+    return data
 
 
 def check_folder(root: Path) -> int:
@@ -298,15 +298,13 @@ def check_folder(root: Path) -> int:
     prov = root / "raw" / "provenance.json"
     gpu = {}
     if prov.is_file():
-        check_json(prov)
-        found = json.loads(prov.read_text())
+        found = check_json(prov)
         gpu = found.get("gpu") if isinstance(found, dict) and isinstance(found.get("gpu"), dict) else {}
     card, done = Card(gpu, paths.shown(prov)), 1
     for folder in sorted(p for p in (root / "raw").glob("*/") if p.is_dir()):
         meta, operation = folder / "meta.json", None
         if meta.is_file():
-            check_json(meta)
-            found = json.loads(meta.read_text())
+            found = check_json(meta)
             operation = found.get("operation") if isinstance(found, dict) else None
             done += 1
         for name in ("samples.csv", "profile.csv"):
