@@ -16,27 +16,17 @@
 // Edges: tiles overhanging A or B are zero-filled in shared memory; only
 // elements inside C are written, so M, N and K are arbitrary.
 
-#ifndef BM
-#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef BN
-#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef BK
-#error "BK is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef TM
-#error "TM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
+#include "../need.cuh"
+#include "block_tiles.cuh"
+NEED(BM); NEED(BN); NEED(BK); NEED(TM);
 #define NT (BM * BN / TM)
 
 static_assert(BM % TM == 0, "BM must be a multiple of TM");
 static_assert(NT <= 1024, "BM*BN/TM threads must fit in a block");
 
-extern "C" __global__ void __launch_bounds__(NT) matmul_blocktile_1d(const float *__restrict__ A,
-                                                                    const float *__restrict__ B,
-                                                                    float *__restrict__ C,
-                                                                    int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(NT)
+    matmul_blocktile_1d(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+                        int M, int N, int K)
 {
     __shared__ float As[BM * BK];  // As[m * BK + k]
     __shared__ float Bs[BK * BN];  // Bs[k * BN + n]
@@ -54,16 +44,8 @@ extern "C" __global__ void __launch_bounds__(NT) matmul_blocktile_1d(const float
     }
 
     for (int t = 0; t < K; t += BK) {
-#pragma unroll
-        for (int e = tid; e < BM * BK; e += NT) {  // consecutive threads read consecutive k
-            const int m = e / BK, k = e % BK;
-            As[e] = (row0 + m < M && t + k < K) ? A[(size_t)(row0 + m) * K + t + k] : 0.0f;
-        }
-#pragma unroll
-        for (int e = tid; e < BK * BN; e += NT) {  // and consecutive n
-            const int k = e / BN, n = e % BN;
-            Bs[e] = (t + k < K && col0 + n < N) ? B[(size_t)(t + k) * N + col0 + n] : 0.0f;
-        }
+        load_block<BM, BK, NT>(As, A, M, K, row0, t, tid);  // consecutive threads read consecutive k
+        load_block<BK, BN, NT>(Bs, B, K, N, t, col0, tid);  // and consecutive n
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < BK; ++k) {

@@ -12,27 +12,21 @@
 // 32 those words sit in the same bank and the reads are serialised (bank
 // conflicts, which `no_bank_conflict` removes).
 
+#include "tiled.cuh"
 #include "transpose.cuh"
 
-#ifndef TILE
-#error "define TILE (4..32), e.g. nvcc -DTILE=16"
-#endif
 #ifndef PAD
 #define PAD 0  // no_bank_conflict.cu sets 1
 #endif
 
-extern "C" __global__ void matmul_coalesced_bt(const float *__restrict__ A,
-                                               const float *__restrict__ BT,
-                                               float *__restrict__ C,
-                                               int M, int N, int K)
+extern "C" __global__ void
+    matmul_coalesced_bt(const float *__restrict__ A, const float *__restrict__ BT, float *__restrict__ C,
+                        int M, int N, int K)
 {
     __shared__ float As[TILE][TILE];
     __shared__ float Bs[TILE][TILE + PAD];  // Bs[j][k] = B[k][col0 + j]
 
-    const int tx = threadIdx.x;
-    const int ty = threadIdx.y;
-    const int row = blockIdx.y * TILE + ty;
-    const int col = blockIdx.x * TILE + tx;
+    const auto [tx, ty, row, col] = tile_thread();
     const int bt_row = blockIdx.x * TILE + ty;  // the row of B^T this thread loads
 
     float acc = 0.0f;

@@ -21,17 +21,11 @@
 
 #include "double_buffer.cuh"
 
-extern "C" __global__ void __launch_bounds__(NT) matmul_double_buffer(const float *__restrict__ A,
-                                                                     const float *__restrict__ B,
-                                                                     float *__restrict__ C,
-                                                                     int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(NT)
+    matmul_double_buffer(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+                         int M, int N, int K)
 {
-    __shared__ __align__(16) float As[2][BK * BM];
-    __shared__ __align__(16) float Bs[2][BK * BN];
-
-    const BlockPos b = block_pos(A, B, C, N, K);
-    float acc[WMITER * TM][WNITER * TN];
-    zero(acc);
-    double_buffered_product<ATile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, b, As, Bs, acc);
-    warp_tile_store(C, M, N, b, acc);
+    double_buffered_block(A, B, C, M, N, K, [&](const BlockPos &b, auto As, auto Bs, auto &acc) {
+        double_buffered_product<ATile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, b, As, Bs, acc);
+    });
 }

@@ -33,7 +33,7 @@ __device__ __forceinline__ void double_buffered_product(const float *__restrict_
             at.fetch(A, M, K, row0, t + BK, vec, tid);
             bt.fetch(B, N, K, t + BK, col0, vec, tid);
         }
-        warp_tile_product(As[cur], Bs[cur], b.w, acc);
+        warp_tile_product<AT>(As[cur], Bs[cur], b.w, acc);
         if (more) {
             // the other buffer was last read in the previous step, before that step's barrier
             at.store(As[cur ^ 1], tid);
@@ -42,4 +42,20 @@ __device__ __forceinline__ void double_buffered_product(const float *__restrict_
         __syncthreads();
         cur ^= 1;
     }
+}
+
+// A double-buffered rung's block from start to end: its place, its accumulators zeroed, `product(b, As, Bs, acc)`
+// (a double_buffered_product with the rung's tile movers) on two shared buffers of each tile, its tile of C stored
+template <class Product>
+__device__ __forceinline__ void double_buffered_block(const float *__restrict__ A, const float *__restrict__ B,
+                                                      float *__restrict__ C, int M, int N, int K, Product product)
+{
+    __shared__ __align__(16) float As[2][BK * BM];
+    __shared__ __align__(16) float Bs[2][BK * BN];
+
+    const BlockPos b = block_pos(A, B, C, N, K);
+    float acc[WMITER * TM][WNITER * TN];
+    zero(acc);
+    product(b, As, Bs, acc);
+    warp_tile_store(C, M, N, b, acc);
 }

@@ -20,21 +20,16 @@
 
 #include "interior.cuh"
 
-extern "C" __global__ void __launch_bounds__(NT, 1) matmul_interior(const float *__restrict__ A,
-                                                                const float *__restrict__ B,
-                                                                float *__restrict__ C,
-                                                                int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(NT, 1)
+    matmul_interior(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+                    int M, int N, int K)
 {
-    __shared__ __align__(16) float As[2][BK * BM];
-    __shared__ __align__(16) float Bs[2][BK * BN];
-
-    const BlockPos b = block_pos(A, B, C, N, K);
-    float acc[WMITER * TM][WNITER * TN];
-    zero(acc);
-    if (b.vec && b.row0 + BM <= M && b.col0 + BN <= N && K % BK == 0) {
-        double_buffered_product<AInteriorTile<BM, BK, NT>, BInteriorTile<BK, BN, NT>>(A, B, M, N, K, b, As, Bs, acc);
-    } else {
-        double_buffered_product<ASwizzledTile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, b, As, Bs, acc);
-    }
-    warp_tile_store(C, M, N, b, acc);
+    double_buffered_block(A, B, C, M, N, K, [&](const BlockPos &b, auto As, auto Bs, auto &acc) {
+        if (b.vec && b.row0 + BM <= M && b.col0 + BN <= N && K % BK == 0) {
+            double_buffered_product<AInteriorTile<BM, BK, NT>, BInteriorTile<BK, BN, NT>>(A, B, M, N, K, b, As, Bs,
+                                                                                          acc);
+        } else {
+            double_buffered_product<ASwizzledTile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, b, As, Bs, acc);
+        }
+    });
 }

@@ -15,10 +15,8 @@
 // C = A * B, row-major, float32; A is M x K, B is K x N, C is M x N.
 // Any M, N, K: threads outside C return early.
 
-extern "C" __global__ void matmul_naive(const float *__restrict__ A,
-                                        const float *__restrict__ B,
-                                        float *__restrict__ C,
-                                        int M, int N, int K)
+extern "C" __global__ void
+    matmul_naive(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int M, int N, int K)
 {
     const int col = blockIdx.x * blockDim.x + threadIdx.x;  // consecutive threads: consecutive columns
     const int row = blockIdx.y * blockDim.y + threadIdx.y;

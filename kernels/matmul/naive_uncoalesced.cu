@@ -11,10 +11,9 @@
 // writes C with a stride of N floats. Same arithmetic, same result; only the
 // addresses a warp touches together change.
 
-extern "C" __global__ void matmul_naive_uncoalesced(const float *__restrict__ A,
-                                                    const float *__restrict__ B,
-                                                    float *__restrict__ C,
-                                                    int M, int N, int K)
+extern "C" __global__ void
+    matmul_naive_uncoalesced(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+                             int M, int N, int K)
 {
     const int row = blockIdx.x * blockDim.x + threadIdx.x;  // consecutive threads: consecutive rows
     const int col = blockIdx.y * blockDim.y + threadIdx.y;

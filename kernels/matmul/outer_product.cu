@@ -21,21 +21,10 @@
 // Edges: A's tile is zero-padded; B beyond K or N reads as zero; only columns
 // and rows inside C are written.
 
-// BM: rows of the C tile: accumulators per thread
-#ifndef BM
-#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-// BN: columns of the C tile: threads per block
-#ifndef BN
-#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-// BK: depth of A's tile
-#ifndef BK
-#error "BK is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef UNROLL_K
-#error "UNROLL_K is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
+#include "../need.cuh"
+#include "block_tiles.cuh"
+// BM: rows of the C tile, accumulators per thread; BN: columns of the C tile, threads per block; BK: depth of A's tile
+NEED(BM); NEED(BN); NEED(BK); NEED(UNROLL_K);
 #ifndef LAUNCH_BOUNDS
 #define LAUNCH_BOUNDS 1
 #endif
@@ -45,10 +34,9 @@
 #define BOUNDS
 #endif
 
-extern "C" __global__ void BOUNDS matmul_outer_product(const float *__restrict__ A,
-                                                                    const float *__restrict__ B,
-                                                                    float *__restrict__ C,
-                                                                    int M, int N, int K)
+extern "C" __global__ void BOUNDS
+    matmul_outer_product(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+                         int M, int N, int K)
 {
     __shared__ float As[BM][BK];
 
@@ -63,13 +51,7 @@ extern "C" __global__ void BOUNDS matmul_outer_product(const float *__restrict__
     }
 
     for (int t = 0; t < K; t += BK) {
-        // BM*BK elements of A, BN threads: consecutive threads read consecutive k
-#pragma unroll
-        for (int e = tid; e < BM * BK; e += BN) {
-            const int i = e / BK;
-            const int kk = e % BK;
-            As[i][kk] = (row0 + i < M && t + kk < K) ? A[(size_t)(row0 + i) * K + t + kk] : 0.0f;
-        }
+        load_block<BM, BK, BN>(&As[0][0], A, M, K, row0, t, tid);  // BM*BK elements of A, BN threads
         __syncthreads();
 #if UNROLL_K
 #pragma unroll

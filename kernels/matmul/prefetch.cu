@@ -10,22 +10,16 @@
 // stalling the warp after each __syncthreads(). The inner product loop is
 // fully unrolled. Same tiles, same shared memory, two more registers.
 
-#ifndef TILE
-#error "define TILE (4..32), e.g. nvcc -DTILE=16"
-#endif
+#include "tiled.cuh"
 
-extern "C" __global__ void matmul_prefetch(const float *__restrict__ A,
-                                           const float *__restrict__ B,
-                                           float *__restrict__ C,
-                                           int M, int N, int K)
+extern "C" __global__ void
+    matmul_prefetch(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+                    int M, int N, int K)
 {
     __shared__ float As[TILE][TILE];
     __shared__ float Bs[TILE][TILE];
 
-    const int tx = threadIdx.x;
-    const int ty = threadIdx.y;
-    const int row = blockIdx.y * TILE + ty;
-    const int col = blockIdx.x * TILE + tx;
+    const auto [tx, ty, row, col] = tile_thread();
 
     // the first tiles, into registers
     float a_next = (row < M && tx < K) ? A[(size_t)row * K + tx] : 0.0f;

@@ -36,14 +36,13 @@
 // counter); a grid wider than SK_MAX_BLOCKS runs whole waves only (correct,
 // with the partial wave).
 
+#include "../need.cuh"
 #include "interior.cuh"
 
 #ifndef SK_MAX_BLOCKS
 #define SK_MAX_BLOCKS 160  // the workspace: 2 tiles of 128 KiB per block, 40 MiB
 #endif
-#ifndef SK_IDLE_PCT
-#error "SK_IDLE_PCT is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
+NEED(SK_IDLE_PCT);
 constexpr int TILE_FLOATS = WMITER * TM * WNITER * TN * NT;  // BM * BN, as the threads hold it
 
 // SK_TRACE=1 (tools/race/trace.py): thread 0 of each block stamps the GPU's nanosecond clock at the phases'
@@ -100,10 +99,8 @@ __device__ __forceinline__ int sk_owner(long long x, long long R, int G)
     return g;
 }
 
-extern "C" __global__ void __launch_bounds__(NT, 1) matmul_streamk(const float *__restrict__ A,
-                                                                 const float *__restrict__ B,
-                                                                 float *__restrict__ C,
-                                                                 int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(NT, 1)
+    matmul_streamk(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int M, int N, int K)
 {
     __shared__ __align__(16) float As[2][BK * BM];
     __shared__ __align__(16) float Bs[2][BK * BN];

@@ -12,8 +12,8 @@
 // distinct 8-float (16-float) bank ranges, so each store instruction hits 32
 // banks. The XOR touches bits 2 and up of m only, so a float4 of four
 // consecutive m stays whole and aligned: the product's LDS.128 reads of A
-// apply the same swizzle (A_SWIZZLE, which warptile.cuh's product reads) and, the permutation being
-// the same for every lane at one k, stay conflict-free. Cf. the XOR swizzles
+// apply the same swizzle (ASwizzledTile::swizzle, through which warptile.cuh's product
+// reads A) and, the permutation being the same for every lane at one k, stay conflict-free. Cf. the XOR swizzles
 // of CUTLASS's shared-memory layouts and of the transposes' `transpose_swizzle`.
 //
 // The counter it should move: l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st
@@ -21,17 +21,11 @@
 
 #include "swizzled.cuh"
 
-extern "C" __global__ void __launch_bounds__(NT) matmul_swizzled(const float *__restrict__ A,
-                                                                const float *__restrict__ B,
-                                                                float *__restrict__ C,
-                                                                int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(NT)
+    matmul_swizzled(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+                    int M, int N, int K)
 {
-    __shared__ __align__(16) float As[2][BK * BM];
-    __shared__ __align__(16) float Bs[2][BK * BN];
-
-    const BlockPos b = block_pos(A, B, C, N, K);
-    float acc[WMITER * TM][WNITER * TN];
-    zero(acc);
-    double_buffered_product<ASwizzledTile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, b, As, Bs, acc);
-    warp_tile_store(C, M, N, b, acc);
+    double_buffered_block(A, B, C, M, N, K, [&](const BlockPos &b, auto As, auto Bs, auto &acc) {
+        double_buffered_product<ASwizzledTile<BM, BK, NT>, BTile<BK, BN, NT>>(A, B, M, N, K, b, As, Bs, acc);
+    });
 }

@@ -43,60 +43,66 @@ __device__ __forceinline__ float4 fetch4(const float *X, int rows, int cols, int
     return v;
 }
 
-// A's ROWS x DEPTH tile at (row0, k0), THREADS threads: fetch() into registers, store() into As transposed
-template <int ROWS, int DEPTH, int THREADS>
-struct ATile {
-    static_assert(DEPTH % 4 == 0, "DEPTH must be a multiple of 4");
-    static_assert((ROWS * DEPTH / 4) % THREADS == 0, "each thread moves a whole number of float4 of A's tile");
-    static constexpr int PER = ROWS * DEPTH / 4 / THREADS;
+// A ROWS x COLS block of a row-major matrix (rows x cols) at (r0, c0) in the registers of THREADS threads, one
+// float4 after another along the rows: float4 p of thread tid is e = tid + p * THREADS, at row e / (COLS / 4) and
+// column (e % (COLS / 4)) * 4 of the block. A's and B's tiles are such blocks, stored differently.
+template <int ROWS, int COLS, int THREADS>
+struct Float4Block {
+    static_assert(COLS % 4 == 0, "a block's rows are whole float4");
+    static_assert((ROWS * COLS / 4) % THREADS == 0, "each thread moves a whole number of float4 of the block");
+    static constexpr int PER = ROWS * COLS / 4 / THREADS;
     float4 r[PER];
 
-    __device__ __forceinline__ void fetch(const float *A, int M, int K, int row0, int k0, bool vec, int tid)
+    __device__ __forceinline__ void fetch_block(const float *X, int rows, int cols, int r0, int c0, bool vec, int tid)
     {
 #pragma unroll
         for (int p = 0; p < PER; ++p) {
             const int e = tid + p * THREADS;
-            r[p] = fetch4(A, M, K, row0 + e / (DEPTH / 4), k0 + (e % (DEPTH / 4)) * 4, vec);
+            r[p] = fetch4(X, rows, cols, r0 + e / (COLS / 4), c0 + (e % (COLS / 4)) * 4, vec);
         }
+    }
+};
+
+// A's ROWS x DEPTH tile at (row0, k0), THREADS threads: fetch() into registers, store() into As transposed
+// (As[k * ROWS + (m ^ swizzle(k))]: no swizzle here; `swizzled` permutes the rows, and the product reads As through
+// the swizzle of the tile type that stored it)
+template <int ROWS, int DEPTH, int THREADS>
+struct ATile : Float4Block<ROWS, DEPTH, THREADS> {
+    static __device__ __forceinline__ int swizzle(int) { return 0; }
+
+    __device__ __forceinline__ void fetch(const float *A, int M, int K, int row0, int k0, bool vec, int tid)
+    {
+        this->fetch_block(A, M, K, row0, k0, vec, tid);
     }
 
     __device__ __forceinline__ void store(float *As, int tid) const
     {
 #pragma unroll
-        for (int p = 0; p < PER; ++p) {
+        for (int p = 0; p < this->PER; ++p) {
             const int e = tid + p * THREADS;
             const int m = e / (DEPTH / 4), k = (e % (DEPTH / 4)) * 4;
-            As[(k + 0) * ROWS + m] = r[p].x;
-            As[(k + 1) * ROWS + m] = r[p].y;
-            As[(k + 2) * ROWS + m] = r[p].z;
-            As[(k + 3) * ROWS + m] = r[p].w;
+            As[(k + 0) * ROWS + m] = this->r[p].x;
+            As[(k + 1) * ROWS + m] = this->r[p].y;
+            As[(k + 2) * ROWS + m] = this->r[p].z;
+            As[(k + 3) * ROWS + m] = this->r[p].w;
         }
     }
 };
 
 // B's DEPTH x COLS tile at (k0, col0), THREADS threads: fetch() into registers, store() into Bs (16-byte aligned)
 template <int DEPTH, int COLS, int THREADS>
-struct BTile {
-    static_assert(COLS % 4 == 0, "COLS must be a multiple of 4");
-    static_assert((DEPTH * COLS / 4) % THREADS == 0, "each thread moves a whole number of float4 of B's tile");
-    static constexpr int PER = DEPTH * COLS / 4 / THREADS;
-    float4 r[PER];
-
+struct BTile : Float4Block<DEPTH, COLS, THREADS> {
     __device__ __forceinline__ void fetch(const float *B, int N, int K, int k0, int col0, bool vec, int tid)
     {
-#pragma unroll
-        for (int p = 0; p < PER; ++p) {
-            const int e = tid + p * THREADS;
-            r[p] = fetch4(B, K, N, k0 + e / (COLS / 4), col0 + (e % (COLS / 4)) * 4, vec);
-        }
+        this->fetch_block(B, K, N, k0, col0, vec, tid);
     }
 
     __device__ __forceinline__ void store(float *Bs, int tid) const
     {
 #pragma unroll
-        for (int p = 0; p < PER; ++p) {
+        for (int p = 0; p < this->PER; ++p) {
             const int e = tid + p * THREADS;
-            *reinterpret_cast<float4 *>(&Bs[(e / (COLS / 4)) * COLS + (e % (COLS / 4)) * 4]) = r[p];
+            *reinterpret_cast<float4 *>(&Bs[(e / (COLS / 4)) * COLS + (e % (COLS / 4)) * 4]) = this->r[p];
         }
     }
 };

@@ -18,25 +18,15 @@
 // build is the `tiled_nounroll` variant, seed 000's "tiled" against "tiled and
 // unrolled" (Section 3.5, Figure 7).
 
-#ifndef TILE
-#error "define TILE (4..32), e.g. nvcc -DTILE=16"
-#endif
-#if TILE < 1 || TILE > 32
-#error "TILE must be 1..32: a block has TILE*TILE threads, at most 1024"
-#endif
+#include "tiled.cuh"
 
-extern "C" __global__ void matmul_tiled(const float *__restrict__ A,
-                                        const float *__restrict__ B,
-                                        float *__restrict__ C,
-                                        int M, int N, int K)
+extern "C" __global__ void
+    matmul_tiled(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int M, int N, int K)
 {
     __shared__ float As[TILE][TILE];
     __shared__ float Bs[TILE][TILE];
 
-    const int tx = threadIdx.x;
-    const int ty = threadIdx.y;
-    const int row = blockIdx.y * TILE + ty;
-    const int col = blockIdx.x * TILE + tx;
+    const auto [tx, ty, row, col] = tile_thread();
 
     float acc = 0.0f;
     for (int t = 0; t < K; t += TILE) {

@@ -18,30 +18,16 @@
 
 #include "tile_io.cuh"
 
-#ifndef BM
-#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef BN
-#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef BK
-#error "BK is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef TM
-#error "TM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef TN
-#error "TN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
+#include "../need.cuh"
+NEED(BM); NEED(BN); NEED(BK); NEED(TM); NEED(TN);
 #define NT ((BM / TM) * (BN / TN))
 
 static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are read and written as float4");
 static_assert(BM % TM == 0 && BN % TN == 0 && NT <= 1024, "block tile and thread count");
 
-extern "C" __global__ void __launch_bounds__(NT) matmul_vectorized(const float *__restrict__ A,
-                                                                  const float *__restrict__ B,
-                                                                  float *__restrict__ C,
-                                                                  int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(NT)
+    matmul_vectorized(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+                      int M, int N, int K)
 {
     __shared__ __align__(16) float As[BK * BM];  // transposed: As[k * BM + m]
     __shared__ __align__(16) float Bs[BK * BN];  // Bs[k * BN + n]

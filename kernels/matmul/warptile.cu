@@ -21,10 +21,9 @@
 
 #include "warptile.cuh"
 
-extern "C" __global__ void __launch_bounds__(NT) matmul_warptile(const float *__restrict__ A,
-                                                                const float *__restrict__ B,
-                                                                float *__restrict__ C,
-                                                                int M, int N, int K)
+extern "C" __global__ void __launch_bounds__(NT)
+    matmul_warptile(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+                    int M, int N, int K)
 {
     __shared__ __align__(16) float As[BK * BM];
     __shared__ __align__(16) float Bs[BK * BN];
@@ -41,7 +40,7 @@ extern "C" __global__ void __launch_bounds__(NT) matmul_warptile(const float *__
         at.store(As, b.tid);
         bt.store(Bs, b.tid);
         __syncthreads();
-        warp_tile_product(As, Bs, b.w, acc);
+        warp_tile_product<ATile<BM, BK, NT>>(As, Bs, b.w, acc);
         __syncthreads();
     }
     warp_tile_store(C, M, N, b, acc);

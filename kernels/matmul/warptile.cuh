@@ -3,33 +3,8 @@
 
 #include "tile_io.cuh"
 
-#ifndef BM
-#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef BN
-#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef BK
-#error "BK is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef WM
-#error "WM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef WN
-#error "WN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef WNITER
-#error "WNITER is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef TM
-#error "TM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef TN
-#error "TN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef A_SWIZZLE
-#define A_SWIZZLE(k) 0  // where row k of the transposed A tile is XOR-swizzled (swizzled.cu); 0: not at all
-#endif
+#include "../need.cuh"
+NEED(BM); NEED(BN); NEED(BK); NEED(WM); NEED(WN); NEED(WNITER); NEED(TM); NEED(TN);
 #define NT (32 * (BM / WM) * (BN / WN))
 #define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
 #define WSUBM (WM / WMITER)
@@ -77,7 +52,9 @@ __device__ __forceinline__ void zero(float (&acc)[WMITER * TM][WNITER * TN])
     }
 }
 
-// acc += the product of the BK-deep tiles in As (transposed) and Bs, for this thread's fragments
+// acc += the product of the BK-deep tiles in As (transposed, stored by the A tile type AT: read through its
+// swizzle) and Bs, for this thread's fragments
+template <class AT>
 __device__ __forceinline__ void warp_tile_product(const float *As, const float *Bs, const WarpPos &w,
                                                   float (&acc)[WMITER * TM][WNITER * TN])
 {
@@ -89,7 +66,7 @@ __device__ __forceinline__ void warp_tile_product(const float *As, const float *
 #pragma unroll
             for (int i = 0; i < TM; i += 4) {
                 const int m = w.wr * WM + s * WSUBM + w.tr * TM + i;
-                const float4 v = *reinterpret_cast<const float4 *>(&As[k * BM + (m ^ A_SWIZZLE(k))]);
+                const float4 v = *reinterpret_cast<const float4 *>(&As[k * BM + (m ^ AT::swizzle(k))]);
                 a[s * TM + i] = v.x, a[s * TM + i + 1] = v.y, a[s * TM + i + 2] = v.z, a[s * TM + i + 3] = v.w;
             }
         }

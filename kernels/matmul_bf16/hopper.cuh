@@ -1,38 +1,13 @@
-// Shared helpers of the BF16 ladder's Hopper rungs (wgmma_tma, warpspec, persistent, cluster): thin inline-PTX
-// wrappers for mbarriers, TMA (cp.async.bulk.tensor) loads and stores, wgmma fences and descriptors, setmaxnreg
-// and clusters, and the two epilogues (direct stores of the wgmma accumulators, or a TMA store through a swizzled
-// shared staging buffer). Written from the PTX ISA (sections on mbarrier, cp.async.bulk.tensor, wgmma and its
-// shared-memory matrix descriptor, setmaxnreg) and the CUDA driver API's cuTensorMapEncodeTiled; not a kernel.
+// Shared helpers of the BF16 ladder's Hopper rungs (wgmma_tma, warpspec, persistent, cluster, pingpong): thin
+// inline-PTX wrappers for mbarriers, TMA (cp.async.bulk.tensor) loads and stores, wgmma fences and descriptors,
+// setmaxnreg and clusters, and the two epilogues (direct stores of the wgmma accumulators, or a TMA store through a
+// swizzled shared staging buffer). Written from the PTX ISA (sections on mbarrier, cp.async.bulk.tensor, wgmma and
+// its shared-memory matrix descriptor, setmaxnreg) and the CUDA driver API's cuTensorMapEncodeTiled; not a kernel.
 #pragma once
 #include <cuda.h>  // CUtensorMap (a 128-byte opaque struct made on the host by cuTensorMapEncodeTiled)
 #include <stdint.h>
 
 #include "wgmma_ops.cuh"
-
-// The cubin describes itself to the launcher (run.py reads it with RawModule.get_global): which rung, the tile,
-// the threads and dynamic shared memory it needs, and the TMA boxes the host must encode.
-enum {
-    G_RUNG,
-    G_BM,
-    G_BN,
-    G_BK,
-    G_STAGES,
-    G_THREADS,
-    G_SMEM,
-    G_CLUSTER,     // CTAs per cluster (1: none)
-    G_PERSISTENT,  // 1: grid = resident CTAs, each loops over tiles
-    G_STORE,       // 0: direct stores of C; 1: TMA store of C (when N % 4 == 0, else direct)
-    G_ABOX,        // rows of A's TMA box (inner box: BK elements)
-    G_BBOX,        // rows of B's TMA box
-    G_TMA,         // 1: takes tensor maps (A, B[, C]); 0: takes pointers
-    G_GM,          // tile-order group height (persistent rungs)
-    G_CBOXC,       // C store box: columns (fp32), rows
-    G_CBOXR,
-    G_WS,          // 1: takes a stream-K workspace (grid x BM x BN fp32) and grid flags (int32, zeroed) as two
-                   // more arguments, and a grid of SM count (streamk.cu); absent (0) in the other rungs
-    G_N
-};
-#define BF16_GEOM(...) extern "C" __constant__ int bf16_geom[G_N] = {__VA_ARGS__}
 
 __device__ __forceinline__ uint32_t smem_u32(const void *p)
 {
@@ -82,32 +57,12 @@ __device__ __forceinline__ uint32_t mbar_try_wait(uint32_t bar, uint32_t parity)
         : "memory");
     return ok;
 }
-// acquire at cluster scope: ptxas adds CCTL.IVALL (an L1 invalidation) after each successful wait; not needed
-// by the TMA pipeline (the copies and the wgmma reads go through the async proxy), kept for reference only
-__device__ __forceinline__ uint32_t mbar_try_wait_cluster(uint32_t bar, uint32_t parity)
-{
-    uint32_t ok;
-    asm volatile(
-        "{\n.reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n}"
-        : "=r"(ok)
-        : "r"(bar), "r"(parity)
-        : "memory");
-    return ok;
-}
 // wait until the phase of parity `parity` has completed (a fresh barrier counts parity 1 as completed)
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
 {
     while (!mbar_try_wait(bar, parity)) {
     }
 }
-__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity)
-{
-    while (!mbar_try_wait_cluster(bar, parity)) {
-    }
-}
-
 // ---- TMA ---------------------------------------------------------------------------------------------------
 __device__ __forceinline__ void tma_prefetch_map(const CUtensorMap *map)
 {

@@ -15,21 +15,9 @@
 // Shapes: any M, N, K >= 1 (K % 8 != 0 takes a slow element-wise staging path; the pipeline is the same).
 #include <stdint.h>
 
-#ifndef BM
-#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef BN
-#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef WM
-#error "WM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef WN
-#error "WN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef STAGES
-#error "STAGES is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
+#include "../need.cuh"
+#include "geometry.cuh"
+NEED(BM); NEED(BN); NEED(WM); NEED(WN); NEED(STAGES);
 #define BK 64
 #define NWARPS ((BM / WM) * (BN / WN))
 #define THREADS (32 * NWARPS)
@@ -39,7 +27,8 @@
 #define SMEM_BYTES (STAGES * STAGE_BYTES)
 static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 16 == 0, "tile shape");
 
-extern "C" __constant__ int bf16_geom[16] = {2, BM, BN, BK, STAGES, THREADS, SMEM_BYTES, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+BF16_GEOM(.rung = 2, .bm = BM, .bn = BN, .bk = BK, .stages = STAGES, .threads = THREADS, .smem = SMEM_BYTES,
+          .cluster = 1);
 
 __device__ __forceinline__ uint32_t swz(int row, int chunk)  // byte offset of 16-B chunk `chunk` of row `row`
 {

@@ -24,40 +24,19 @@
 // each) and its OrderedSequenceBarrier; the PTX ISA for bar.arrive / bar.sync with a thread count.
 // Shapes: any M, N >= 1; K a multiple of 8 (TMA row pitch); edges zero-filled by the TMA loads, clipped by the
 // TMA stores or bounds-checked by the direct stores (STORE=0, or when N % 4 != 0).
-#include "hopper.cuh"
+#include "../need.cuh"
+#include "geometry.cuh"
+#include "pipeline.cuh"
 
-#ifndef BN
-#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef STAGES
-#error "STAGES is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef GM
-#error "GM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef STORE
-#error "STORE is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef CL
-#error "CL is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
+NEED(BN); NEED(STAGES); NEED(GM); NEED(STORE); NEED(CL);
 #define BM 128
-#define BK 64
 #define THREADS 384
-#define A_BYTES (BM * 128)
-#define B_BYTES (BN * 128)
 #define C_STAGE_BYTES (STORE ? 16384 : 0)  // per consumer warpgroup: two 8 KB chunks of 64 x 32 fp32
-#define SMEM_BYTES (STAGES * (A_BYTES + B_BYTES) + 2 * C_STAGE_BYTES + 1024 + 16 * STAGES)
-#ifndef PRODUCER_REGS
-#define PRODUCER_REGS 40
-#endif
-#ifndef CONSUMER_REGS
-#define CONSUMER_REGS 232
-#endif
 #define BAR_GO 3  // named barriers 3 and 4: "consumer warpgroup 0 / 1 may start its next main loop"
+using Smem = Stages<BM, BN, STAGES, 2 * C_STAGE_BYTES>;
 static_assert(BN % 64 == 0 && BN <= 192, "tile shape: 2 x BN/2 accumulators per thread");
 static_assert(CL == 1 || CL == 2, "cluster of 1 or 2");
-static_assert(SMEM_BYTES <= 232448, "shared memory: at most 227 KB per block");
+static_assert(Smem::SMEM <= 232448, "shared memory: at most 227 KB per block");
 
 #if CL == 2
 #define CLUSTER_ATTR __cluster_dims__(2, 1, 1)
@@ -65,15 +44,20 @@ static_assert(SMEM_BYTES <= 232448, "shared memory: at most 227 KB per block");
 #define CLUSTER_ATTR
 #endif
 
-BF16_GEOM(7, BM, BN, BK, STAGES, THREADS, SMEM_BYTES, CL, 1, STORE, BM, BN / CL, 1, GM, 32, 64);
+BF16_GEOM(.rung = 7, .bm = BM, .bn = BN, .bk = BK, .stages = STAGES, .threads = THREADS, .smem = Smem::SMEM,
+          .cluster = CL, .persistent = 1, .store = STORE, .abox = BM, .bbox = BN / CL, .tma = 1, .gm = GM,
+          .cbox_cols = 32, .cbox_rows = 64);
 
-// unit t -> (row, column) in a grid of nm x nn units, GM/CL rows per group, column by column inside a group
-__device__ __forceinline__ void tile_coords(int t, int nm, int nn, int &mt, int &nt)
+// units in groups of GM / CL unit-rows (GM tile-rows), as in rung 5
+constexpr int G = GM / CL > 0 ? GM / CL : 1;
+
+__device__ __forceinline__ void cta_sync()
 {
-    constexpr int G = (GM / CL > 0 ? GM / CL : 1);
-    const int group = G * nn, g = t / group, first = g * G, gsz = min(nm - first, G), r = t - g * group;
-    mt = first + r % gsz;
-    nt = r / gsz;
+#if CL == 2
+    cluster_sync();
+#else
+    __syncthreads();
+#endif
 }
 
 extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(THREADS, 1)
@@ -81,9 +65,7 @@ extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(THREADS, 1)
               const __grid_constant__ CUtensorMap tmC, float *__restrict__ C, int M, int N, int K, int c_tma)
 {
     extern __shared__ uint8_t smem_raw[];
-    const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;
-    const uint32_t sA = base, sB = base + STAGES * A_BYTES, sC = sB + STAGES * B_BYTES;
-    const uint32_t full = sC + 2 * C_STAGE_BYTES, empty = full + 8 * STAGES;
+    const Smem sm(smem_raw);
     const int tid = threadIdx.x, wg = tid / 128;
     const int nk = (K + BK - 1) / BK, nm = (M + BM - 1) / BM, nn = (N + BN - 1) / BN;
 #if CL == 2
@@ -93,132 +75,77 @@ extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(THREADS, 1)
 #endif
     const int nunits = snm * nn;
 
-    if (tid == 0) {
-        tma_prefetch_map(&tmA);
-        tma_prefetch_map(&tmB);
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, 1);
-            mbar_init(empty + 8 * s, 4 * CL);  // the 4 warps of the consuming warpgroup (of both CTAs)
-        }
-        mbar_init_fence();
-    }
-#if CL == 2
-    cluster_sync();  // both CTAs' barriers initialised before any multicast or remote arrival
-#else
-    __syncthreads();
-#endif
+    sm.init(&tmA, &tmB, 4 * CL);  // the 4 warps of the consuming warpgroup (of both CTAs)
+    cta_sync();                   // with CL = 2: both CTAs' barriers initialised before any multicast or arrival
 
     if (wg == 0) {  // producer
         reg_dealloc<PRODUCER_REGS>();
         if (tid == 0) {
-            int s = 0;
-            uint32_t ph = 0;
+            Ring<STAGES> ring;
             for (int u = first; u < nunits; u += step) {
                 int mt, nt;
-                tile_coords(u, snm, nn, mt, nt);
+                grouped<G>(u, snm, nn, mt, nt);
                 mt = CL * mt + rank;
-                for (int kt = 0; kt < nk; ++kt) {
-                    mbar_wait(empty + 8 * s, ph ^ 1);
-                    mbar_expect_tx(full + 8 * s, A_BYTES + B_BYTES);
-                    tma_load(sA + s * A_BYTES, &tmA, full + 8 * s, kt * BK, mt * BM);
-#if CL == 2
-                    tma_load_multicast(sB + s * B_BYTES + rank * (BN / 2) * 128, &tmB, full + 8 * s, kt * BK,
-                                       nt * BN + rank * (BN / 2), 0x3);
-#else
-                    tma_load(sB + s * B_BYTES, &tmB, full + 8 * s, kt * BK, nt * BN);
-#endif
-                    if (++s == STAGES) {
-                        s = 0;
-                        ph ^= 1;
+                produce(ring, sm.full, sm.empty, nk, Smem::TX, [&](int s, uint32_t bar, int k) {
+                    tma_load(sm.a_at(s), &tmA, bar, k, mt * BM);
+                    if (CL == 2) {
+                        tma_load_multicast(sm.b_at(s) + rank * (BN / 2) * 128, &tmB, bar, k, nt * BN + rank * (BN / 2),
+                                           0x3);
+                    } else {
+                        tma_load(sm.b_at(s), &tmB, bar, k, nt * BN);
                     }
-                }
+                });
             }
         }
-#if CL == 2
-        cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
-#endif
+        if (CL == 2) {
+            cluster_sync();  // no CTA leaves while its peer may still multicast into it or arrive on its barriers
+        }
     } else {  // consumers: warpgroup c takes the CTA's units c, c + 2, c + 4, ...
         reg_alloc<CONSUMER_REGS>();
-        const int c = wg - 1, wg_tid = tid % 128, lane = tid % 32, w = wg_tid / 32;
+        const int c = wg - 1;
         float d0[BN / 2], d1[BN / 2];  // rows 0-63 and 64-127 of the unit's tile
         for (int i = c, u = first + c * step; u < nunits; i += 2, u += 2 * step) {
             int mt, nt;
-            tile_coords(u, snm, nn, mt, nt);
+            grouped<G>(u, snm, nn, mt, nt);
             mt = CL * mt + rank;
             if (i > 0) {
                 named_sync(BAR_GO + c, 256);  // the other warpgroup has issued all of unit i - 1
             }
-            const long long g0 = (long long)i * nk;  // this unit's first k-tile in the CTA's sequence
-            int s = (int)(g0 % STAGES), prev = s;
-            uint32_t ph = (uint32_t)((g0 / STAGES) & 1);
-            for (int kt = 0; kt < nk; ++kt) {
-                mbar_wait(full + 8 * s, ph);
-                const uint64_t da0 = desc_sw128(sA + s * A_BYTES), da1 = desc_sw128(sA + s * A_BYTES + 64 * 128);
-                const uint64_t db = desc_sw128(sB + s * B_BYTES);
-                wg_fence();
+            // this unit's first k-tile is number i * nk of the CTA's sequence: there the ring stands for it
+            const long long g0 = (long long)i * nk;
+            Ring<STAGES> ring;
+            ring.s = (int)(g0 % STAGES);
+            ring.ph = (uint32_t)((g0 / STAGES) & 1);
+            int prev = ring.s;
+            consume(
+                ring, prev, sm.full, nk,
+                [&](int s, int kt) {  // the two halves of the tile, k-step by k-step
+                    const uint64_t da0 = desc_sw128(sm.a_at(s)), da1 = desc_sw128(sm.a_at(s) + 64 * 128);
+                    const uint64_t db = desc_sw128(sm.b_at(s));
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk) {
-                    const int acc = (kt > 0 || kk > 0) ? 1 : 0;  // first: D = A*B
-                    Wgmma<BN>::mma(d0, da0 + 2 * kk, db + 2 * kk, acc);
-                    Wgmma<BN>::mma(d1, da1 + 2 * kk, db + 2 * kk, acc);
-                }
-                wg_commit();
-                wg_wait<1>();
-                if (kt > 0 && lane == 0) {
-#if CL == 2
-                    mbar_arrive_cluster(empty + 8 * prev, 0);
-                    mbar_arrive_cluster(empty + 8 * prev, 1);
-#else
-                    mbar_arrive(empty + 8 * prev);
-#endif
-                }
-                prev = s;
-                if (++s == STAGES) {
-                    s = 0;
-                    ph ^= 1;
-                }
-            }
+                    for (int kk = 0; kk < BK / 16; ++kk) {
+                        const int acc = (kt > 0 || kk > 0) ? 1 : 0;  // first: D = A*B
+                        Wgmma<BN>::mma(d0, da0 + 2 * kk, db + 2 * kk, acc);
+                        Wgmma<BN>::mma(d1, da1 + 2 * kk, db + 2 * kk, acc);
+                    }
+                },
+                Release<CL>{sm.empty});
             if (u + step < nunits) {
                 named_arrive(BAR_GO + (1 - c), 256);  // unit i + 1 exists: its warpgroup may start
             }
-            wg_wait<0>();
-            fence_acc(d0);
-            fence_acc(d1);
-            if (lane == 0) {
-#if CL == 2
-                mbar_arrive_cluster(empty + 8 * prev, 0);
-                mbar_arrive_cluster(empty + 8 * prev, 1);
-#else
-                mbar_arrive(empty + 8 * prev);  // the unit's last stage
-#endif
-            }
+            retire(prev, Release<CL>{sm.empty}, d0, d1);
             const int m0 = mt * BM, n0 = nt * BN;
             if (m0 >= M) {
                 continue;  // the phantom half of a cluster pair at the edge
             }
-#if STORE
-            if (c_tma) {
-                store_tma<BN>(d0, &tmC, sC + c * C_STAGE_BYTES, m0, n0, wg_tid, 1 + c);
-                if (m0 + 64 < M) {
-                    store_tma<BN>(d1, &tmC, sC + c * C_STAGE_BYTES, m0 + 64, n0, wg_tid, 1 + c);
-                }
-                continue;
-            }
-#endif
-            const bool nfast = (n0 + BN <= N) && (N % 2 == 0);
-            store_direct<BN>(d0, C, M, N, m0 + 16 * w + (lane >> 2), n0 + 2 * (lane & 3), nfast && m0 + 64 <= M);
+            store_block<BN, STORE>(d0, &tmC, sm.c + c * C_STAGE_BYTES, C, M, N, m0, n0, c_tma, 1 + c);
             if (m0 + 64 < M) {
-                store_direct<BN>(d1, C, M, N, m0 + 64 + 16 * w + (lane >> 2), n0 + 2 * (lane & 3),
-                                 nfast && m0 + 128 <= M);
+                store_block<BN, STORE>(d1, &tmC, sm.c + c * C_STAGE_BYTES, C, M, N, m0 + 64, n0, c_tma, 1 + c);
             }
         }
-#if STORE
-        if (c_tma && wg_tid == 0) {
-            bulk_wait<0>();
+        store_drain<STORE>(c_tma);
+        if (CL == 2) {
+            cluster_sync();
         }
-#endif
-#if CL == 2
-        cluster_sync();
-#endif
     }
 }

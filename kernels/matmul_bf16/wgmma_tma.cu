@@ -18,52 +18,41 @@
 // "Outperforming cuBLAS on H100" worklog (Pranjal Shankhdhar, 2024), whose first Hopper kernel is this one.
 // Shapes: any M, N >= 1; K a multiple of 8 (the TMA needs the row pitch, 2K bytes, to be a multiple of 16);
 // edges zero-filled by the TMA.
-#include "hopper.cuh"
+#include "../need.cuh"
+#include "geometry.cuh"
+#include "pipeline.cuh"
 
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef STAGES
-#error "STAGES is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#define BK 64
+NEED(BM); NEED(BN); NEED(STAGES);
 #define NWG (BM / 64)
 #define THREADS (128 * NWG)
-#define A_BYTES (BM * 128)
-#define B_BYTES (BN * 128)
-#define SMEM_BYTES (STAGES * (A_BYTES + B_BYTES) + 1024 + 64)
+using Smem = Stages<BM, BN, STAGES>;
 static_assert(BM % 64 == 0 && BN % 64 == 0 && BN <= 256 && BM <= 256, "tile shape");
 
-BF16_GEOM(3, BM, BN, BK, STAGES, THREADS, SMEM_BYTES, 1, 0, 0, BM, BN, 1, 0, 0, 0);
+BF16_GEOM(.rung = 3, .bm = BM, .bn = BN, .bk = BK, .stages = STAGES, .threads = THREADS, .smem = Smem::SMEM,
+          .cluster = 1, .abox = BM, .bbox = BN, .tma = 1);
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     bf16_gemm(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB, float *__restrict__ C,
               int M, int N, int K)
 {
     extern __shared__ uint8_t smem_raw[];
-    const uint32_t base = (smem_u32(smem_raw) + 1023) & ~1023u;  // 1024-B aligned: the swizzle atom
-    const uint32_t sA = base, sB = base + STAGES * A_BYTES, bars = sB + STAGES * B_BYTES;
+    const Smem sm(smem_raw);
     const int tid = threadIdx.x, wg = tid / 128, lane = tid % 32, w = (tid / 32) % 4;
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
     const int nk = (K + BK - 1) / BK;
+    // k-tile kt into stage kt % STAGES, completing on that stage's full barrier
+    auto load = [&](int kt) {
+        const int s = kt % STAGES;
+        mbar_expect_tx(sm.full + 8 * s, Smem::TX);
+        tma_load(sm.a_at(s), &tmA, sm.full + 8 * s, kt * BK, m0);
+        tma_load(sm.b_at(s), &tmB, sm.full + 8 * s, kt * BK, n0);
+    };
 
-    if (tid == 0) {
-        tma_prefetch_map(&tmA);
-        tma_prefetch_map(&tmB);
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(bars + 8 * s, 1);
-        }
-        mbar_init_fence();
-    }
+    sm.init(&tmA, &tmB, 0);
     __syncthreads();
     if (tid == 0) {
-        for (int s = 0; s < STAGES && s < nk; ++s) {
-            mbar_expect_tx(bars + 8 * s, A_BYTES + B_BYTES);
-            tma_load(sA + s * A_BYTES, &tmA, bars + 8 * s, s * BK, m0);
-            tma_load(sB + s * B_BYTES, &tmB, bars + 8 * s, s * BK, n0);
+        for (int kt = 0; kt < STAGES && kt < nk; ++kt) {
+            load(kt);
         }
     }
 
@@ -74,21 +63,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     }
     for (int kt = 0; kt < nk; ++kt) {
         const int s = kt % STAGES;
-        mbar_wait(bars + 8 * s, (kt / STAGES) & 1);
-        const uint64_t da = desc_sw128(sA + s * A_BYTES + wg * 64 * 128), db = desc_sw128(sB + s * B_BYTES);
+        mbar_wait(sm.full + 8 * s, (kt / STAGES) & 1);
         wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            Wgmma<BN>::mma(d, da + 2 * kk, db + 2 * kk, 1);
-        }
+        mma_ktile<BN>(d, sm.a_at(s) + wg * 64 * 128, sm.b_at(s), false);
         wg_commit();
         wg_wait<0>();
         fence_acc(d);
         __syncthreads();  // every warpgroup is done reading stage s
         if (tid == 0 && kt + STAGES < nk) {
-            mbar_expect_tx(bars + 8 * s, A_BYTES + B_BYTES);
-            tma_load(sA + s * A_BYTES, &tmA, bars + 8 * s, (kt + STAGES) * BK, m0);
-            tma_load(sB + s * B_BYTES, &tmB, bars + 8 * s, (kt + STAGES) * BK, n0);
+            load(kt + STAGES);
         }
     }
 

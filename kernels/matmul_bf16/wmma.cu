@@ -12,27 +12,15 @@
 #include <mma.h>
 #include <stdint.h>
 
-#ifndef BM
-#error "BM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef BN
-#error "BN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef BK
-#error "BK is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef WM
-#error "WM is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
-#ifndef WN
-#error "WN is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
+#include "../need.cuh"
+#include "geometry.cuh"
+NEED(BM); NEED(BN); NEED(BK); NEED(WM); NEED(WN);
 #define NWARPS ((BM / WM) * (BN / WN))
 #define THREADS (32 * NWARPS)
 #define LDS (BK + 8)  // padded row (elements): 16-byte multiple for wmma, rows shift banks
 static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0, "tile shape");
 
-extern "C" __constant__ int bf16_geom[16] = {1, BM, BN, BK, 1, THREADS, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+BF16_GEOM(.rung = 1, .bm = BM, .bn = BN, .bk = BK, .stages = 1, .threads = THREADS, .smem = 0, .cluster = 1);
 
 using namespace nvcuda;
 

@@ -14,10 +14,9 @@
 #ifndef TILE
 #define TILE 32
 #endif
+#include "../need.cuh"
 // BLOCK_ROWS: any 1..TILE; the last step of a walk stops at the tile's edge
-#ifndef BLOCK_ROWS
-#error "BLOCK_ROWS is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
+NEED(BLOCK_ROWS);
 
 extern "C" __global__ void transpose_rows(const float *__restrict__ in, float *__restrict__ out, int M, int N)
 {

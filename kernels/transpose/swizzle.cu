@@ -11,9 +11,8 @@
 // 16-byte access could use). The counter: shared bank conflicts, zero.
 
 #define TILE 32
-#ifndef BLOCK_ROWS
-#error "BLOCK_ROWS is not defined: kernels/catalog.yaml sets it for every build of this file"
-#endif
+#include "../need.cuh"
+NEED(BLOCK_ROWS);
 
 extern "C" __global__ void transpose_swizzle(const float *__restrict__ in, float *__restrict__ out, int M, int N)
 {

@@ -96,17 +96,61 @@ def test_the_geometry_each_cubin_describes_agrees_with_the_catalog(built):
     for vid, (v, _, d) in built.items():
         g = hopper.geometry(d / "kernel.cubin")
         bx, by, _ = v.block_dims()
-        assert g["THREADS"] == bx * by, vid
-        assert g["SMEM"] <= 227 * 1024, vid  # a Hopper SM's shared memory for one block
+        assert g["threads"] == bx * by, vid
+        assert g["smem"] <= 227 * 1024, vid  # a Hopper SM's shared memory for one block
         for M, N in ((4096, 4096), (7, 9), (4097, 33)):
-            tiles = -(-M // g["BM"]) * -(-N // g["BN"])
+            tiles = -(-M // g["bm"]) * -(-N // g["bn"])
             gx, gy, _ = v.grid_dims(M, N, 64, sms=132)
-            if g["CLUSTER"] > 1:
-                assert gx % g["CLUSTER"] == 0 and gx <= 132, vid
-            elif g["PERSISTENT"]:
+            if g["cluster"] > 1:
+                assert gx % g["cluster"] == 0 and gx <= 132, vid
+            elif g["persistent"]:
                 assert (gx, gy) == (min(132, tiles), 1), vid
             else:
                 assert gx * gy == tiles, vid
-        if g["TMA"]:
-            assert 0 < g["ABOX"] <= 256 and 0 < g["BBOX"] <= 256 and g["BK"] * 2 == 128, vid  # 128-byte rows
+        if g["tma"]:
+            assert 0 < g["abox"] <= 256 and 0 < g["bbox"] <= 256 and g["bk"] * 2 == 128, vid  # 128-byte rows
             assert hopper.supports(g, 64, 64, 12) and hopper.supports(g, 64, 64, 16) is None
+
+
+def test_the_geometry_is_read_by_member_name_from_its_declaration(built, tmp_path):
+    """Issue 38: a rung sets its bf16_geom member by member by name; the launcher reads the names from
+    geometry.cuh's struct and the values from the cubin, so a member added or moved there moves here too."""
+    names = hopper.fields()
+    assert names[:4] == ("rung", "bm", "bn", "bk") and names[-2:] == ("cbox_cols", "cbox_rows")
+    rungs = set()
+    for vid, (v, _, d) in built.items():
+        g = hopper.geometry(d / "kernel.cubin")
+        assert tuple(g) == names, vid
+        defines = {k.lower(): value for k, value in v.defines}
+        assert all(g[k] == defines[k] for k in ("bm", "bn", "stages", "gm", "store") if k in defines), vid
+        rungs.add(g["rung"])
+    assert rungs == set(range(1, len(built) + 1))  # every rung says which it is
+    bad = tmp_path / "geometry.cuh"
+    bad.write_text("struct Bf16Geom {\n    int rung;\n    float bm;  // not an int\n};\n")
+    with pytest.raises(hopper.HopperError, match="float bm"):
+        hopper.fields(bad)
+    bad.write_text("struct Other { int rung; };\n")
+    with pytest.raises(hopper.HopperError, match="no struct Bf16Geom"):
+        hopper.fields(bad)
+
+
+def test_a_member_set_out_of_its_declared_order_does_not_compile(tmp_path):
+    """The compiler holds a rung's BF16_GEOM to the declaration's order: a member set out of order, or one the
+    struct does not have, is a build error, not a value read under another name."""
+    try:
+        nvcc = build.nvcc()
+    except build.BuildError as exc:
+        pytest.skip(str(exc))
+    import subprocess
+
+    header = catalog.paths.KERNELS / "matmul_bf16" / "geometry.cuh"
+    for body, said in ((".bm = 128, .rung = 3", "out-of-order"), (".rung = 3, .tile = 128", "has no field")):
+        src = tmp_path / "k.cu"
+        src.write_text(f'#include "{header}"\nBF16_GEOM({body});\n')
+        out = subprocess.run(
+            [nvcc, "-std=c++17", "-c", "-o", str(tmp_path / "k.o"), str(src)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert out.returncode != 0 and said in out.stdout + out.stderr, out.stdout + out.stderr

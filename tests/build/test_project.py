@@ -185,7 +185,10 @@ def test_no_kernel_file_keeps_a_default_for_a_constant_the_catalog_sets():
     assert not twice, twice
 
 
-def test_a_kernel_built_without_a_define_it_needs_names_it(tmp_path):
+@pytest.mark.parametrize(
+    "vid, name", [("blocktile_2d", "TN"), ("tiled_tile16", "TILE"), ("bf16_pingpong", "STAGES"), ("bf16_cluster", "MC")]
+)
+def test_a_kernel_built_without_a_define_it_needs_names_it(tmp_path, vid, name):
     import dataclasses
 
     from gpumm.build import nvcc
@@ -194,9 +197,9 @@ def test_a_kernel_built_without_a_define_it_needs_names_it(tmp_path):
         nvcc.nvcc()
     except nvcc.BuildError as exc:
         pytest.skip(str(exc))
-    v = catalog.from_id("blocktile_2d")
-    missing = dataclasses.replace(v, defines=tuple(d for d in v.defines if d[0] != "TN"))
+    v = catalog.from_id(vid)
+    missing = dataclasses.replace(v, defines=tuple(d for d in v.defines if d[0] != name))
     with pytest.raises(nvcc.BuildError) as exc:
-        nvcc.build(missing, "sm_90", tmp_path / "build")
+        nvcc.build(missing, "sm_90a" if v.arch else "sm_90", tmp_path / "build")
     first = str(exc.value).splitlines()[0]
-    assert "error" in first and "TN is not defined: kernels/catalog.yaml sets it" in first, first
+    assert "error" in first and f"{name} is not defined: kernels/catalog.yaml sets it" in first, first

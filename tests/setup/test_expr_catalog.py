@@ -74,8 +74,10 @@ def test_digest_follows_source_and_defines(tmp_path, monkeypatch):
     assert a.digest() != b.digest()
     assert a.digest() == catalog.expand({"tiled": {"TILE": [8]}})[0].digest()
     before = a.digest()
+    import shutil
+
     copy = tmp_path / "kernels"
-    (copy / "matmul").mkdir(parents=True)
+    shutil.copytree(catalog.paths.KERNELS, copy)
     (copy / "matmul" / "tiled.cu").write_text(a.source.read_text() + "\n// edited\n")
     monkeypatch.setattr(catalog.paths, "KERNELS", copy)
     assert a.digest() == before  # a comment changes nothing the build makes
@@ -161,7 +163,7 @@ def test_every_race_rung_shows_the_lines_of_its_idea(tmp_path):
         text, where = catalog.excerpt(name, families)
         # lines of its kernel file, or of a header of it (a rung's pieces that the rungs above reuse)
         header = where.split(" line")[0] if not where.startswith("line") else families[name]["file"]
-        assert text.strip() and header in (families[name]["file"], *families[name].get("includes", [])), name
+        assert text.strip() and header in (families[name]["file"], *catalog.included(families[name]["file"])), name
         first = (catalog.paths.KERNELS / header).read_text().splitlines()
         assert text.splitlines()[0].strip() in [x.strip() for x in first], name
     assert catalog.excerpt("cublas", families) == ("", "")
@@ -169,3 +171,30 @@ def test_every_race_rung_shows_the_lines_of_its_idea(tmp_path):
     bad.write_text("naive: {start: 'int', lines: 2}\n")
     with pytest.raises(ValueError, match=r"naive: 'int' matches \d+ lines of kernels/matmul/naive.cu"):
         catalog.excerpt("naive", families, path=bad)
+
+
+def test_the_headers_a_kernel_includes_are_found_in_its_source(tmp_path, monkeypatch):
+    """Issue 38: what a build reads (and its digest covers) is the kernel file and every header it includes,
+    through other headers too, found in the source: no list in the catalog to forget a header in."""
+    assert catalog.included("matmul/streamk.cu") == (
+        "need.cuh",
+        "matmul/interior.cuh",
+        "matmul/swizzled.cuh",
+        "matmul/double_buffer.cuh",
+        "matmul/warptile.cuh",
+        "matmul/tile_io.cuh",
+    )
+    pingpong = catalog.from_id("bf16_pingpong")
+    assert set(pingpong.includes) == {f"matmul_bf16/{h}" for h in ("geometry.cuh", "pipeline.cuh", "hopper.cuh")} | {
+        "need.cuh",
+        "matmul_bf16/wgmma_ops.cuh",
+    }
+    assert catalog.included("matmul/naive.cu") == ()
+    import shutil
+
+    copy = tmp_path / "kernels"
+    shutil.copytree(catalog.paths.KERNELS, copy)
+    monkeypatch.setattr(catalog.paths, "KERNELS", copy)
+    (copy / "matmul_bf16" / "pipeline.cuh").write_text('#include "ring.cuh"\n')
+    with pytest.raises(catalog.CatalogError, match="kernels/matmul_bf16/pipeline.cuh includes 'ring.cuh'"):
+        catalog.included("matmul_bf16/pingpong.cu")

@@ -50,6 +50,10 @@ from gpumm.run import hopper  # noqa: E402
 from gpumm.run.verify import bf16_values, bf16_words  # noqa: E402
 
 CUBINS = HERE / "cubins"
+# bf16_geom as the kernels of commit dd79733 wrote it (17 ints; 16 in rungs 1-2), by the names geometry.cuh gives
+# them today, with "ws" (stream-K's workspace) last
+GEOM = ("rung", "bm", "bn", "bk", "stages", "threads", "smem", "cluster", "persistent", "store", "abox", "bbox")
+GEOM += ("tma", "gm", "cbox_cols", "cbox_rows", "ws")
 OUT = Path(os.environ.get("OUT", HERE / "out"))
 SHAPES = [  # M, N, K, checks, who: "all" or "anyk" (only candidates that take any K)
     (4096, 4096, 4096, ("exact", "round"), "all"),
@@ -157,16 +161,16 @@ class Candidate:
             self.g = {"TMA": 0}
             return
         path = CUBINS / f"{name}.cubin"
-        self.g = hopper.geometry(path)
+        self.g = hopper.geometry(path, GEOM)
         self.module = cp.RawModule(path=str(path))
         self.fn = self.module.get_function("bf16_gemm")  # a RawKernel; its .kernel is the driver Function
         self.handle = getattr(self.fn, "kernel", self.fn).ptr  # the CUfunction
         hopper.prepare(self.fn, self.g)
         self.sms = cp.cuda.Device().attributes["MultiProcessorCount"]
         self.clusters = None
-        if self.g["CLUSTER"] > 1:
+        if self.g["cluster"] > 1:
             n = ctypes.c_int(0)
-            cfg = LaunchConfig(2 * (self.sms // 2), 1, 1, self.g["THREADS"], 1, 1, self.g["SMEM"], None, None, 0)
+            cfg = LaunchConfig(2 * (self.sms // 2), 1, 1, self.g["threads"], 1, 1, self.g["smem"], None, None, 0)
             check_cu(
                 cuda().cuOccupancyMaxActiveClusters(ctypes.byref(n), self.handle, ctypes.byref(cfg)),
                 "cuOccupancyMaxActiveClusters",
@@ -174,22 +178,22 @@ class Candidate:
             self.clusters = n.value
 
     def supports(self, M, N, K) -> bool:
-        return not self.g["TMA"] or K % 8 == 0
+        return not self.g["tma"] or K % 8 == 0
 
     def grid(self, M, N):
         g = self.g
-        nm, nn = -(-M // g["BM"]), -(-N // g["BN"])
-        if g["CLUSTER"] > 1:  # pairs of tiles; one cluster per pair, at most what is resident at once
+        nm, nn = -(-M // g["bm"]), -(-N // g["bn"])
+        if g["cluster"] > 1:  # pairs of tiles; one cluster per pair, at most what is resident at once
             pairs = (-(-nm // 2)) * nn if self._pair_rows() else nm * (-(-nn // 2))
             return (2 * max(1, min(self.clusters, pairs)), 1, 1)
-        if g["WS"]:  # stream-K: one CTA per SM whatever the tile count (small shapes split every tile)
+        if g["ws"]:  # stream-K: one CTA per SM whatever the tile count (small shapes split every tile)
             return (self.sms, 1, 1)
-        if g["PERSISTENT"]:
+        if g["persistent"]:
             return (min(self.sms, nm * nn), 1, 1)
         return (nm, nn, 1)
 
     def _pair_rows(self) -> bool:  # cluster.cu MC=0 pairs tile-rows (the A box is the whole BM)
-        return self.g["ABOX"] == self.g["BM"]
+        return self.g["abox"] == self.g["bm"]
 
     def bind(self, A, Bt, C, M, N, K):
         """A zero-argument callable that queues C = A . B on the current stream."""
@@ -198,25 +202,25 @@ class Candidate:
         if self.cublas:
             return lambda: self.gemm.gemm(A, Bt, C, M, N, K)
         g = self.g
-        block, smem, grid = (g["THREADS"], 1, 1), g["SMEM"], self.grid(M, N)
+        block, smem, grid = (g["threads"], 1, 1), g["smem"], self.grid(M, N)
         ints = (np.int32(M), np.int32(N), np.int32(K))
-        if not g["TMA"]:
+        if not g["tma"]:
             args = (A, Bt, C, *ints)
         else:
-            ma = hopper.tensor_map(A.data.ptr, hopper.BFLOAT16, 2, M, K, g["ABOX"], g["BK"])
-            mb = hopper.tensor_map(Bt.data.ptr, hopper.BFLOAT16, 2, N, K, g["BBOX"], g["BK"])
+            ma = hopper.tensor_map(A.data.ptr, hopper.BFLOAT16, 2, M, K, g["abox"], g["bk"])
+            mb = hopper.tensor_map(Bt.data.ptr, hopper.BFLOAT16, 2, N, K, g["bbox"], g["bk"])
             args = (ma, mb)
-            if g["PERSISTENT"]:
-                c_tma = int(g["STORE"] == 1 and N % 4 == 0)
+            if g["persistent"]:
+                c_tma = int(g["store"] == 1 and N % 4 == 0)
                 mc = (
-                    hopper.tensor_map(C.data.ptr, hopper.FLOAT32, 4, M, N, g["CBOXR"], g["CBOXC"])
+                    hopper.tensor_map(C.data.ptr, hopper.FLOAT32, 4, M, N, g["cbox_rows"], g["cbox_cols"])
                     if c_tma
                     else np.zeros(1, hopper.MAP)
                 )
                 args = (ma, mb, mc, C, *ints, np.int32(c_tma))
-                if g["WS"]:  # a partial-sum slot of BM x BN fp32 per CTA and a flag per CTA (zero; the kernel
+                if g["ws"]:  # a partial-sum slot of BM x BN fp32 per CTA and a flag per CTA (zero; the kernel
                     # leaves them zero again)
-                    ws = cp.empty(grid[0] * g["BM"] * g["BN"], dtype=cp.float32)
+                    ws = cp.empty(grid[0] * g["bm"] * g["bn"], dtype=cp.float32)
                     flags = cp.zeros(grid[0], dtype=cp.int32)
                     args = (*args, ws, flags)
             else:
@@ -229,7 +233,7 @@ class Candidate:
         def drv_launch():
             driver_launch(self.handle, grid, block, smem, args)
 
-        if not g["TMA"]:
+        if not g["tma"]:
             return cupy_launch
         if LAUNCH["method"] is None:
             try:
@@ -371,7 +375,7 @@ def verify(names: list[str]) -> None:
     for M, N, K, kinds, who in SHAPES:
         if small and M * N * K > 1 << 31:
             continue
-        todo = [c for c in cands if c.supports(M, N, K) and (who == "all" or not c.g["TMA"])]
+        todo = [c for c in cands if c.supports(M, N, K) and (who == "all" or not c.g["tma"])]
         if not todo:
             continue
         for kind in kinds:
@@ -394,7 +398,7 @@ def verify(names: list[str]) -> None:
                     run = c.bind(A, Bt, C, M, N, K)
                     run()
                     wait_or_die(label)
-                    if c.g.get("WS"):  # stream-K: a second launch on the same workspace and flags, which the
+                    if c.g.get("ws"):  # stream-K: a second launch on the same workspace and flags, which the
                         C.fill(cp.nan)  # first must have left reset; the check is on the second
                         run()
                         wait_or_die(label + " (second launch)")

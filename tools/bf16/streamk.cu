@@ -22,7 +22,7 @@
 // release / acquire pattern.
 // Shapes: any M, N >= 1; K a multiple of 8. With fewer tiles than SMs every tile is stream-K (small test shapes
 // then split each tile over several CTAs: the fix-up path is checked at every shape).
-#include "../../kernels/matmul_bf16/hopper.cuh"
+#include "hopper.cuh"  // the BF16 kernels at commit dd79733 (build.sh puts them in cubins/base/)
 
 #ifndef BN
 #define BN 256

@@ -1,9 +1,11 @@
 """Launching the BF16 race's kernels (op matmul_bf16): the geometry each cubin describes, TMA tensor maps, and
 dynamic shared memory beyond 48 KB.
 
-Each kernel file of ``kernels/matmul_bf16/`` puts a ``bf16_geom`` constant in its cubin (its rung, tile, stages,
-threads, dynamic shared memory, cluster size, whether it is persistent, how C is stored, the TMA boxes): read
-here from the cubin's ELF symbol table, no driver call, so a CPU test can read it too. The tensor maps are made
+Each kernel file of ``kernels/matmul_bf16/`` puts a ``bf16_geom`` constant in its cubin, a ``struct Bf16Geom``
+(``kernels/matmul_bf16/geometry.cuh``: its rung, tile, stages, threads, dynamic shared memory, cluster size,
+whether it is persistent, how C is stored, the TMA boxes), set member by member by name. Its members' names are
+read here from that declaration and their values from the cubin's ELF symbol table, no driver call, so a CPU
+test can read it too. The tensor maps are made
 on the host by the driver's ``cuTensorMapEncodeTiled`` (ctypes on libcuda) and reach the kernel by value as
 ``const __grid_constant__ CUtensorMap`` parameters: CuPy passes a one-element NumPy array by value (the driver
 copies the parameter's 128 bytes from it), so a one-element array of a 128-byte type is the map. A launch is
@@ -11,13 +13,16 @@ then an ordinary CuPy launch, which a CUDA graph can capture.
 """
 
 import ctypes
+import functools
+import re
 import struct
 from pathlib import Path
 
 import numpy as np
 
-GEOM = ["rung", "BM", "BN", "BK", "STAGES", "THREADS", "SMEM", "CLUSTER", "PERSISTENT", "STORE"]
-GEOM += ["ABOX", "BBOX", "TMA", "GM", "CBOXC", "CBOXR", "WS"]
+from gpumm.setup import digest, paths
+
+GEOMETRY_HEADER = paths.KERNELS / "matmul_bf16" / "geometry.cuh"
 MAP = np.dtype([("words", np.uint64, (16,))])  # a CUtensorMap: 128 opaque bytes
 BFLOAT16, FLOAT32 = 9, 7  # CUtensorMapDataType
 MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
@@ -27,8 +32,28 @@ class HopperError(RuntimeError):
     """A cubin without its geometry, or a driver call that failed (its name and error)."""
 
 
-def geometry(cubin: Path) -> dict[str, int]:
-    """The ``bf16_geom`` constant of a cubin, by field name (a field the kernel does not set is 0)."""
+@functools.cache
+def fields(header: Path = GEOMETRY_HEADER) -> tuple[str, ...]:
+    """The members of ``struct Bf16Geom`` in ``header``, in order (each an ``int``)."""
+    text = " ".join(digest.tokens(header.read_text()))
+    body = re.search(r"\bstruct Bf16Geom \{(.*?)\} ;", text)
+    if body is None:
+        raise HopperError(f"{header}: no struct Bf16Geom {{...}}; declaration")
+    names = []
+    for decl in body.group(1).split(";"):
+        words = decl.replace(",", " ").split()
+        if not words:
+            continue
+        if words[0] != "int" or not all(re.fullmatch(r"[a-z_]\w*", w) for w in words[1:]):
+            raise HopperError(f"{header}: struct Bf16Geom: {decl.strip()!r} is not a list of int members")
+        names += words[1:]
+    return tuple(names)
+
+
+def geometry(cubin: Path, names: tuple[str, ...] | None = None) -> dict[str, int]:
+    """The ``bf16_geom`` constant of a cubin, by member name (:func:`fields`, or ``names`` in their order for a
+    cubin of another declaration); a member the kernel does not set is 0."""
+    names = names or fields()
     d = Path(cubin).read_bytes()
     shoff = struct.unpack_from("<Q", d, 0x28)[0]
     shentsize, shnum = struct.unpack_from("<HH", d, 0x3A)
@@ -45,7 +70,9 @@ def geometry(cubin: Path) -> dict[str, int]:
             name, _, _, shndx, value, size = struct.unpack_from("<IBBHQQ", d, sec[4] + i * 24)
             if name_at(strtab + name) == "bf16_geom":
                 values = struct.unpack_from(f"<{size // 4}i", d, secs[shndx][4] + value)
-                return {**dict.fromkeys(GEOM, 0), **dict(zip(GEOM, values))}
+                if len(values) != len(names) and names == fields():
+                    raise HopperError(f"{cubin}: bf16_geom holds {len(values)} ints, the declaration {len(names)}")
+                return {**dict.fromkeys(names, 0), **dict(zip(names, values))}
     raise HopperError(f"{cubin}: no bf16_geom constant (a kernel of kernels/matmul_bf16/ defines one)")
 
 
@@ -90,15 +117,15 @@ def tensor_map(ptr: int, dtype: int, elem: int, rows: int, cols: int, box_rows: 
 
 def prepare(fn, geom: dict[str, int]) -> None:
     """Let ``fn`` (a CuPy RawKernel) have the dynamic shared memory its geometry asks for (over 48 KB needs it)."""
-    if geom["SMEM"] > 0:
+    if geom["smem"] > 0:
         handle = getattr(fn, "kernel", fn).ptr
-        _check(_driver().cuFuncSetAttribute(handle, MAX_DYNAMIC_SHARED, geom["SMEM"]), "cuFuncSetAttribute")
+        _check(_driver().cuFuncSetAttribute(handle, MAX_DYNAMIC_SHARED, geom["smem"]), "cuFuncSetAttribute")
 
 
 def supports(geom: dict[str, int], M: int, N: int, K: int) -> str | None:
     """Why a kernel cannot take this shape (the TMA reads rows whose pitch is a multiple of 16 bytes: K a multiple
     of 8 in BF16), or None."""
-    if geom["TMA"] and K % 8:
+    if geom["tma"] and K % 8:
         return f"K = {K} is not a multiple of 8: the TMA reads rows of A and Bt whose pitch is a multiple of 16 bytes"
     return None
 
@@ -107,12 +134,12 @@ def arguments(geom: dict[str, int], A, Bt, C, M: int, N: int, K: int) -> tuple:
     """The kernel's arguments for C = A·Btᵀ: pointers for the kernels without TMA; the tensor maps of A and Bt
     (and of C, where C is stored by the TMA and N is a multiple of 4, the pitch rule for FP32) for the others."""
     ints = (np.int32(M), np.int32(N), np.int32(K))
-    if not geom["TMA"]:
+    if not geom["tma"]:
         return (A, Bt, C, *ints)
-    ma = tensor_map(A.data.ptr, BFLOAT16, 2, M, K, geom["ABOX"], geom["BK"])
-    mb = tensor_map(Bt.data.ptr, BFLOAT16, 2, N, K, geom["BBOX"], geom["BK"])
-    if not geom["PERSISTENT"]:
+    ma = tensor_map(A.data.ptr, BFLOAT16, 2, M, K, geom["abox"], geom["bk"])
+    mb = tensor_map(Bt.data.ptr, BFLOAT16, 2, N, K, geom["bbox"], geom["bk"])
+    if not geom["persistent"]:
         return (ma, mb, C, *ints)
-    c_tma = int(geom["STORE"] == 1 and N % 4 == 0)
-    mc = tensor_map(C.data.ptr, FLOAT32, 4, M, N, geom["CBOXR"], geom["CBOXC"]) if c_tma else np.zeros(1, MAP)
+    c_tma = int(geom["store"] == 1 and N % 4 == 0)
+    mc = tensor_map(C.data.ptr, FLOAT32, 4, M, N, geom["cbox_rows"], geom["cbox_cols"]) if c_tma else np.zeros(1, MAP)
     return (ma, mb, mc, C, *ints, np.int32(c_tma))

@@ -132,7 +132,7 @@ class Launcher:
         geom, fn = self._geom, self._fn
         grid, block = self.variant.grid_dims(M, N, K, sms=self._sms), self.variant.block_dims()
         args = hopper.arguments(geom, A, Bt, C, M, N, K)
-        return Bound(lambda: fn(grid, block, args, shared_mem=geom["SMEM"]))
+        return Bound(lambda: fn(grid, block, args, shared_mem=geom["smem"]))
 
     def _cublas(self, A, B, C) -> Bound:
         """cublasSgemm on the current stream, through a handle of our own (capturable in a CUDA graph)."""

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import itertools
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,6 +128,27 @@ class Variant:
         return digest.of(entry, sources)
 
 
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def included(file: str) -> tuple[str, ...]:
+    """Every file under kernels/ that ``file`` (a path under kernels/) includes with ``#include "..."``, directly
+    or through another, as paths under kernels/, in the order first met; a header that does not exist is a
+    CatalogError naming the file that includes it."""
+    found: list[str] = []
+    todo = [file]
+    while todo:
+        at = todo.pop(0)
+        for name in _INCLUDE.findall((paths.KERNELS / at).read_text()):
+            rel = posixpath.normpath(posixpath.join(posixpath.dirname(at), name))
+            if not (paths.KERNELS / rel).is_file():
+                raise CatalogError(f"catalog: kernels/{at} includes {name!r}: no file kernels/{rel}")
+            if rel != file and rel not in found:
+                found.append(rel)
+                todo.append(rel)
+    return tuple(found)
+
+
 def read_yaml(text: str, name: str = "<string>"):
     """Parse YAML strictly (a key given twice is an error naming file, line and column: gpumm.setup.yamlfile),
     with libyaml's C parser where PyYAML has it (the catalog is read by every step of the pipeline)."""
@@ -197,9 +219,9 @@ def _check_family(name: str, fam: dict, families: dict) -> None:
     if below is not None and below not in families:
         raise CatalogError(f"catalog: {name}.rung_below: no family {below!r}")
     if fam["kind"] == "cuda" or fam.get("file"):
-        for f in (fam["file"], *fam.get("includes", [])):
-            if not (paths.KERNELS / f).is_file():
-                raise CatalogError(f"catalog: {name}: kernel file {paths.KERNELS / f} does not exist")
+        if not (paths.KERNELS / fam["file"]).is_file():
+            raise CatalogError(f"catalog: {name}: kernel file {paths.KERNELS / fam['file']} does not exist")
+        included(fam["file"])  # each header it names must exist
     if fam["kind"] != "cuda":
         if "tune" in fam:
             raise CatalogError(f"catalog: {name}.tune: only a CUDA family can be tuned")
@@ -298,7 +320,7 @@ def _variant(name: str, fam: dict, chosen_params: dict, key: str | None, cand: d
         block=tuple(fam["block"]) if "block" in fam else None,
         grid=tuple(fam["grid"]) if "grid" in fam else None,
         defines=tuple(chosen_params.items()) + tuple({**fam.get("defines", {}), **cand}.items()),
-        includes=tuple(fam.get("includes", [])),
+        includes=included(fam["file"]) if fam.get("file") else (),
         nvcc_flags=tuple(f.format(**chosen_params) for f in fam.get("nvcc_flags", [])),
         prepare=(prep["entry"], tuple(prep["block"]), tuple(prep["grid"])) if prep else None,
         max_size=fam.get("max_size"),
