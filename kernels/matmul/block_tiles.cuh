@@ -1,4 +1,4 @@
-// How the block-tiled rungs (`blocktile_1d`, `blocktile_2d`, and `outer_product` for A) fill their shared tiles:
+// How the block-tiled rungs (`blocktile_1d`, `blocktile_2d`) fill their shared tiles:
 // element by element, consecutive threads on consecutive columns of the matrix (coalesced reads: along k for A's
 // tile, along n for B's), zeros where the tile overhangs the matrix, so that any M, N, K works.
 #pragma once

@@ -22,7 +22,6 @@
 // and rows inside C are written.
 
 #include "../need.cuh"
-#include "block_tiles.cuh"
 // BM: rows of the C tile, accumulators per thread; BN: columns of the C tile, threads per block; BK: depth of A's tile
 NEED(BM); NEED(BN); NEED(BK); NEED(UNROLL_K);
 #ifndef LAUNCH_BOUNDS
@@ -51,7 +50,13 @@ extern "C" __global__ void BOUNDS
     }
 
     for (int t = 0; t < K; t += BK) {
-        load_block<BM, BK, BN>(&As[0][0], A, M, K, row0, t, tid);  // BM*BK elements of A, BN threads
+        // BM*BK elements of A, BN threads: consecutive threads read consecutive k
+#pragma unroll
+        for (int e = tid; e < BM * BK; e += BN) {
+            const int i = e / BK;
+            const int kk = e % BK;
+            As[i][kk] = (row0 + i < M && t + kk < K) ? A[(size_t)(row0 + i) * K + t + kk] : 0.0f;
+        }
         __syncthreads();
 #if UNROLL_K
 #pragma unroll
