@@ -107,3 +107,34 @@ def test_a_failed_build_names_nvccs_first_error_line():
     assert nvcc.first_error(out) == 'kernels/matmul/tiled.cu(40): error: identifier "TILEX" is undefined'
     assert nvcc.first_error("\nnvcc fatal   : Unsupported gpu architecture 'sm_1'\n").startswith("nvcc fatal")
     assert nvcc.first_error("") == "no output"
+
+
+def test_a_profiled_percentage_outside_0_to_100_is_kept_marked_and_used_by_no_table():
+    """Nsight Compute's percentages can fall outside 0-100 when it could not collect them accurately (an L2 hit
+    rate of 104.43% for cuBLAS at 1024^3 on an H200 stopped that run at collect): the profile step marks such a
+    value, the raw check passes the marked row, and the table of counters leaves it out."""
+    import math
+
+    import pandas as pd
+
+    from gpumm.analyse import counters
+    from gpumm.profile import session
+
+    occupancy = "sm__warps_active.avg.pct_of_peak_sustained_active"
+    rows = [
+        {"launch": 9, "kernel": "k", "metric": "lts__t_sector_hit_rate.pct", "value": 104.43, "unit": "%"},
+        {"launch": 9, "kernel": "k", "metric": occupancy, "value": 61.0, "unit": "%"},
+        {"launch": 9, "kernel": "k", "metric": "gpu__time_duration.sum", "value": 2.0e6, "unit": "ns"},
+        {"launch": 9, "kernel": "k", "metric": "dram__bytes_read.sum", "value": float("nan"), "unit": "byte"},
+    ]
+    recs = session._records("cublas", {9: rows}, [(9, 0)], [{"name": "cublas", "size": 1024}])
+    assert [r["status"] for r in recs] == [session.OUT_OF_RANGE, "ok", "ok", "ok"]
+    assert "104.43%" in recs[0]["reason"] and recs[1]["reason"] == ""
+    summary = counters.profile_summary(pd.DataFrame(recs), 50e6)
+    assert summary.achieved_occupancy_pct.tolist() == [61.0] and summary.duration_ms.tolist() == [2.0]
+    # an occupancy over 100: marked, and the table has none
+    recs = session._records(
+        "cublas", {9: rows[:1] + [dict(rows[1], value=101.5)] + rows[2:]}, [(9, 0)], [{"name": "cublas", "size": 1024}]
+    )
+    assert recs[1]["status"] == session.OUT_OF_RANGE
+    assert math.isnan(counters.profile_summary(pd.DataFrame(recs), 50e6).achieved_occupancy_pct.iloc[0])
