@@ -51,12 +51,13 @@ def test_a_change_of_code_marks_exactly_the_variants_built_from_it(kernels):
     assert changed == users
 
 
-def test_every_archive_certifies_the_variants_it_holds_for_this_code():
+def test_every_archive_certifies_the_variants_it_holds_for_this_code(known_stale):
     for archive in reference.available():
         certified = reference.certified(archive)
         held = {p.parent.name for p in (archive / "raw").glob("*/meta.json")}
         ids = {v.id for v in _all()} & held
-        assert ids and all(certified.get(vid) == catalog.from_id(vid).digest() for vid in ids), archive.name
+        stale = {vid for vid in ids if certified.get(vid) != catalog.from_id(vid).digest()}
+        assert ids and stale == known_stale.get(archive.name, set()), (archive.name, sorted(stale))
 
 
 def test_a_refactor_with_the_same_sass_is_certified_and_a_real_change_stays_stale(kernels, tmp_path):

@@ -129,8 +129,19 @@ def headline_table(runs: list[Archived]) -> str:
     return "\n".join(lines)
 
 
+def _stale(archive: str, variant: str) -> bool:
+    """Whether today's code no longer makes the archived numbers of ``variant`` (its digest is not the one the
+    archive certifies)."""
+    try:
+        digest = catalog.from_id(variant).digest()
+    except catalog.CatalogError:
+        return True
+    return reference.certified(paths.REFERENCE / archive).get(variant) != digest
+
+
 def ladder_data(runs: list[Archived]) -> pd.DataFrame:
-    """What the README's figure draws: every GPU family's best build at 4096³ and its share of cuBLAS, per GPU."""
+    """What the README's figure draws: every GPU family's best build at 4096³ and its share of cuBLAS, per GPU,
+    and whether that build is stale for today's code."""
     frames = []
     for a in runs:
         lad = a.tables["ladder"]
@@ -144,6 +155,7 @@ def ladder_data(runs: list[Archived]) -> pd.DataFrame:
                     "variant": lad.best_variant,
                     "tflops": (lad.gflops / 1e3).round(2),
                     "share_of_cublas": (100 * lad.share_of_cublas).round(1),
+                    "stale": [_stale(a.name, v) for v in lad.best_variant],
                 }
             )
         )
@@ -170,12 +182,15 @@ def ladder_png(data: bytes) -> bytes:
     for k, gpu in enumerate(gpus):
         g = d[d.gpu == gpu].set_index("family").reindex(order)
         y = [i + (k - (len(gpus) - 1) / 2) * height for i in range(len(order))]
-        ax.barh(y, g.share_of_cublas, height=height * 0.95, color=colours[k % 4], label=gpu)
-        for yi, share in zip(y, g.share_of_cublas):
+        stale = g.stale.fillna(False).astype(bool) if "stale" in g else pd.Series(False, index=g.index)
+        bars = ax.barh(y, g.share_of_cublas, height=height * 0.95, color=colours[k % 4], label=gpu)
+        for bar, yi, share, old in zip(bars, y, g.share_of_cublas, stale):
+            if old:  # numbers today's code does not make: hatched and said
+                bar.set_hatch("///")
+                bar.set_alpha(0.5)
             if share == share:
-                ax.annotate(
-                    f"{share:.0f}%", (share, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=7
-                )
+                text = f"{share:.0f}%" + (" stale" if old else "")
+                ax.annotate(text, (share, yi), xytext=(2, 0), textcoords="offset points", va="center", fontsize=7)
     ax.set_yticks(range(len(order)), order, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 112)
