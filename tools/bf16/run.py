@@ -158,7 +158,7 @@ class Candidate:
         self.cublas = name == "cublas"
         if self.cublas:
             self.gemm = GemmEx()
-            self.g = {"TMA": 0}
+            self.g = {"tma": 0}
             return
         path = CUBINS / f"{name}.cubin"
         self.g = hopper.geometry(path, GEOM)

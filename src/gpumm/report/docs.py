@@ -129,14 +129,14 @@ def headline_table(runs: list[Archived]) -> str:
     return "\n".join(lines)
 
 
-def _stale(archive: str, variant: str) -> bool:
-    """Whether today's code no longer makes the archived numbers of ``variant`` (its digest is not the one the
-    archive certifies)."""
+def _stale(certified: dict[str, str], variant: str) -> bool:
+    """Whether today's code no longer makes the archived numbers of ``variant`` (its digest is not the one its
+    archive certifies, ``certified``: gpumm.archive.reference.certified)."""
     try:
         digest = catalog.from_id(variant).digest()
     except catalog.CatalogError:
         return True
-    return reference.certified(paths.REFERENCE / archive).get(variant) != digest
+    return certified.get(variant) != digest
 
 
 def ladder_data(runs: list[Archived]) -> pd.DataFrame:
@@ -146,6 +146,7 @@ def ladder_data(runs: list[Archived]) -> pd.DataFrame:
     for a in runs:
         lad = a.tables["ladder"]
         lad = lad[lad.gflops.notna()]
+        certified = reference.certified(paths.REFERENCE / a.name)
         frames.append(
             pd.DataFrame(
                 {
@@ -155,7 +156,7 @@ def ladder_data(runs: list[Archived]) -> pd.DataFrame:
                     "variant": lad.best_variant,
                     "tflops": (lad.gflops / 1e3).round(2),
                     "share_of_cublas": (100 * lad.share_of_cublas).round(1),
-                    "stale": [_stale(a.name, v) for v in lad.best_variant],
+                    "stale": [_stale(certified, v) for v in lad.best_variant],
                 }
             )
         )

@@ -52,8 +52,8 @@ def fields(header: Path = GEOMETRY_HEADER) -> tuple[str, ...]:
 
 def geometry(cubin: Path, names: tuple[str, ...] | None = None) -> dict[str, int]:
     """The ``bf16_geom`` constant of a cubin, by member name (:func:`fields`, or ``names`` in their order for a
-    cubin of another declaration); a member the kernel does not set is 0."""
-    names = names or fields()
+    cubin of another declaration, which may hold fewer); a member the kernel does not set is 0."""
+    strict, names = names is None, names or fields()
     d = Path(cubin).read_bytes()
     shoff = struct.unpack_from("<Q", d, 0x28)[0]
     shentsize, shnum = struct.unpack_from("<HH", d, 0x3A)
@@ -70,7 +70,7 @@ def geometry(cubin: Path, names: tuple[str, ...] | None = None) -> dict[str, int
             name, _, _, shndx, value, size = struct.unpack_from("<IBBHQQ", d, sec[4] + i * 24)
             if name_at(strtab + name) == "bf16_geom":
                 values = struct.unpack_from(f"<{size // 4}i", d, secs[shndx][4] + value)
-                if len(values) != len(names) and names == fields():
+                if strict and len(values) != len(names):
                     raise HopperError(f"{cubin}: bf16_geom holds {len(values)} ints, the declaration {len(names)}")
                 return {**dict.fromkeys(names, 0), **dict(zip(names, values))}
     raise HopperError(f"{cubin}: no bf16_geom constant (a kernel of kernels/matmul_bf16/ defines one)")

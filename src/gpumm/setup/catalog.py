@@ -8,6 +8,7 @@ is one variant named like the family.
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import itertools
 import os
@@ -134,14 +135,20 @@ _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 def included(file: str) -> tuple[str, ...]:
     """Every file under kernels/ that ``file`` (a path under kernels/) includes with ``#include "..."``, directly
     or through another, as paths under kernels/, in the order first met; a header that does not exist is a
-    CatalogError naming the file that includes it."""
+    CatalogError naming the file that includes it. Read once per kernels folder and file in a process (the
+    catalog's check and each of a family's variants ask)."""
+    return _included(paths.KERNELS, file)
+
+
+@functools.cache
+def _included(kernels: Path, file: str) -> tuple[str, ...]:
     found: list[str] = []
     todo = [file]
     while todo:
         at = todo.pop(0)
-        for name in _INCLUDE.findall((paths.KERNELS / at).read_text()):
+        for name in _INCLUDE.findall((kernels / at).read_text()):
             rel = posixpath.normpath(posixpath.join(posixpath.dirname(at), name))
-            if not (paths.KERNELS / rel).is_file():
+            if not (kernels / rel).is_file():
                 raise CatalogError(f"catalog: kernels/{at} includes {name!r}: no file kernels/{rel}")
             if rel != file and rel not in found:
                 found.append(rel)
