@@ -380,3 +380,12 @@ def test_the_archives_readme_quotes_their_run_records(runs):
         row = re.search(rf"\| `{r.name}/` \|[^\n]*?(\d+\.\d) s", _text(ROOT / "data" / "reference" / "README.md"))
         said = row.group(1) if row else None
         assert said == f"{r.run['wall_s']:.1f}", (r.name, said, r.run["wall_s"])
+
+
+def test_the_table_columns_name_no_archives_gpu(runs):
+    """The tables page is the same whichever archive is newest: a column named for that run's GPU reads
+    <this run's GPU>, and no archive's GPU name is a column there."""
+    page = _text(ROOT / "docs" / "tables.md")
+    assert "`<this run's GPU>`" in page
+    for r in runs:
+        assert f"`{r.provenance['gpu']['name']}`" not in page, r.name

@@ -383,9 +383,12 @@ def blocks(runs: list[Archived]) -> dict[Path, dict[str, str]]:
 
 
 def _columns(runs: list[Archived]) -> dict[str, list[str]]:
-    """Each table's columns, from the newest archive's tables."""
+    """Each table's columns, from the newest archive's tables; a column named for that run's GPU is named
+    ``<this run's GPU>`` (the page is the same whichever archive is newest)."""
     newest = max(runs, key=lambda a: str(a.provenance.get("date", "")), default=None)
-    return {name: list(df.columns) for name, df in (newest.tables if newest else {}).items()}
+    gpu = str((newest.provenance.get("gpu") or {}).get("name", "")) if newest else ""
+    name = {gpu: "<this run's GPU>"} if gpu else {}
+    return {table: [name.get(c, c) for c in df.columns] for table, df in (newest.tables if newest else {}).items()}
 
 
 def fill(text: str, generated: dict[str, str], where: str) -> str:
