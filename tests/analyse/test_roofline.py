@@ -302,3 +302,53 @@ def test_a_tuned_family_compares_by_its_fastest_candidate(tmp_path):
         ).to_csv(a / "raw" / f"interior_{key}" / "samples.csv", index=False)
     v = compare.table({"a": a}).set_index("what").value
     assert v["interior GFLOP/s at 4096³"] == pytest.approx(50000.0, rel=1e-6)
+
+
+def test_a_kernel_above_a_roof_is_a_failed_check_naming_it_and_the_roof_not_a_row():
+    """Issue 39: 'L2-bound' at 1.35x the L2 roof is not a bound. Peak 1,000 TFLOP/s, DRAM 3 TB/s, L2 6 TB/s; each
+    kernel moves 2e9 flops over 2e7 L2 bytes (100 flop/byte: L2 roof 600 TFLOP/s) and 2e6 DRAM bytes."""
+    n = 1000
+    profiles = pd.DataFrame(
+        [(v, m, x) for v in ("under", "over") for m, x in (("dram__bytes_read.sum", 2e6), ("lts__t_bytes.sum", 2e7))],
+        columns=["variant", "metric", "value"],
+    ).assign(M=n, N=n, K=n, status="ok")
+    for over_rate, kept in ((810_000.0, ["under"]), (590_000.0, ["under", "over"])):
+        summary = pd.DataFrame(
+            {"variant": ["under", "over"], "gflops": [500_000.0, over_rate], "M": n, "N": n, "K": n}
+            | {"timed": "kernel", "memory_mode": "device", "status": "ok"}
+        )
+        pts = roofline.points(summary, profiles, peak=1000e12, bandwidth=3e12, l2_bandwidth=6e12)
+        table, failed = roofline.split(pts)
+        assert sorted(table.variant) == sorted(kept) and (table.share_of_roof <= 1).all()
+        assert "L2-bound" in set(table.bound)
+        if over_rate > 600_000:
+            (check,) = failed.check
+            assert failed.variant.tolist() == ["over"] and failed.roof.tolist() == ["L2"]
+            assert check.startswith("over at 1000³ runs at 1.35× its L2 roof (810 of 600 TFLOP/s)")
+        else:
+            assert failed.empty and list(failed.columns) == roofline.CHECK_COLUMNS
+
+
+@pytest.mark.parametrize(
+    "stall, word",
+    [
+        ("lg throttle", "load/store-queue-bound (waits most on lg throttle"),
+        ("mio throttle", "load/store-queue-bound"),
+        ("long scoreboard", "latency-bound (waits most on long scoreboard"),
+    ],
+)
+def test_far_under_every_roof_the_stall_names_the_wait(stall, word):
+    assert roofline.bound(0.2, "L2", 30.0, stall).startswith(word)
+
+
+def test_the_peak_ratio_is_one_number_at_the_recorded_clock_with_the_vendors_beside():
+    from gpumm.analyse import tensor
+    from gpumm.report import index
+
+    r = tensor.roofs(H100, 3350.0)
+    assert r["ratio"] == 16.0 and r["mhz"] == 1980.0
+    assert r["tensor"] == pytest.approx(1070.53e12, rel=1e-5)
+    assert r["vendor"] == pytest.approx(989.43e12, rel=1e-4) and r["vendor_mhz"] == 1830.0
+    assert index._peak_ratio(H100) == "16×"
+    assert index._peak_ratio({"compute_capability": "8.0", "sm_count": 108, "sm_clock_khz": 1410000}) == "many times"
+    assert "fifteen" not in str(index.START_HERE)

@@ -56,3 +56,48 @@ def sectors_per_request(profile: pd.DataFrame) -> pd.DataFrame:
     if not {req, sec} <= set(wide.columns):
         return pd.DataFrame(columns=[*keys, "sectors_per_request"])
     return (wide[sec] / wide[req]).rename("sectors_per_request").reset_index()
+
+
+SAME = 0.1  # two times within 10% of each other are the same time
+
+
+def cause(ratio: pd.DataFrame) -> dict:
+    """What makes the uncoalesced read slow, from the comparison that isolates it: the same read with its matrix in
+    DRAM and in the L2, at every size measured in both regimes (``ratio``: :func:`rows_over_cols`).
+
+    ``bound``: 'transactions' when reading by rows takes the same time (within SAME) from DRAM as from the L2 (the
+    uncoalesced read is bound by the transactions it issues, not by where the bytes are), 'dram' when the L2
+    makes it faster, '' with no size measured in both regimes. ``rows_dram_over_l2`` and ``cols_dram_over_l2``:
+    the median over those sizes of each read's time from DRAM over its time from the L2; ``sizes``: the sizes.
+    """
+    have = len(ratio) and {"regime", "n", "rows_ms", "cols_ms"} <= set(ratio.columns)
+    wide = ratio.pivot_table(index="n", columns="regime", values=["rows_ms", "cols_ms"]) if have else None
+    both = wide.dropna() if wide is not None and {"dram", "l2"} <= set(wide.columns.get_level_values(1)) else None
+    if both is None or both.empty:
+        return {"bound": "", "rows_dram_over_l2": math.nan, "cols_dram_over_l2": math.nan, "sizes": []}
+    rows = float((both["rows_ms"]["dram"] / both["rows_ms"]["l2"]).median())
+    cols = float((both["cols_ms"]["dram"] / both["cols_ms"]["l2"]).median())
+    return {
+        "bound": "transactions" if abs(rows - 1) <= SAME else "dram",
+        "rows_dram_over_l2": rows,
+        "cols_dram_over_l2": cols,
+        "sizes": [int(n) for n in both.index],
+    }
+
+
+def cause_words(c: dict, short: bool = False) -> str:
+    """:func:`cause` in a sentence ('' where it has no verdict); ``short``: in a few words, for a headline."""
+    if not c["bound"]:
+        return ""
+    same = f"{c['rows_dram_over_l2']:.2f}× as long from DRAM as from the L2"
+    if short:
+        what = "bound by the transactions it issues, not by DRAM" if c["bound"] == "transactions" else "DRAM-bound"
+        return f"the uncoalesced read is {what} ({same})"
+    at = " and ".join(str(n) for n in c["sizes"])
+    if c["bound"] == "transactions":
+        return (
+            f"the uncoalesced read takes {same} (at {at}): it is bound by the transactions it issues, not by DRAM, "
+            "and the ratio follows the coalesced read's DRAM bandwidth (that read is "
+            f"{c['cols_dram_over_l2']:.1f}× slower from DRAM than from the L2)"
+        )
+    return f"the uncoalesced read takes {same} (at {at}): DRAM's bandwidth or latency is part of its cost"

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from gpumm.analyse import claims, paired, power, rates
+from gpumm.analyse import access_patterns, claims, paired, power, rates
 
 COLUMNS = ["key", "what", "value", "number", "unit", "page", "anchor"]
 
@@ -178,7 +178,9 @@ def _coalescing(t: dict[str, pd.DataFrame]) -> list[dict]:
         return []
     lo, hi = dram.min(), dram.max()
     text = f"{lo:.1f}× to {hi:.1f}× slower" if f"{lo:.1f}" != f"{hi:.1f}" else f"{lo:.1f}× slower"
-    what = "Reading a matrix by rows (uncoalesced) against by columns (coalesced), from DRAM"
+    why = access_patterns.cause_words(access_patterns.cause(ratio), short=True)
+    text += f"; {why}" if why else ""
+    what = "Reading a matrix by rows (uncoalesced) against by columns (coalesced), the matrices in DRAM"
     return [_row("rows_over_cols", what, text, float(dram.median()), "× (median over sizes)", "coalescing", "S0-T2")]
 
 

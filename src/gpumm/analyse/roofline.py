@@ -17,7 +17,13 @@ A kernel is *bound* by the lowest roof at its intensities when it reaches at
 least NEAR (60%) of it. Further below every roof, no roof explains it: the
 counters do. With the issue slots mostly used (``smsp__issue_active``, at least
 NEAR) it is issue-bound (instructions other than the FMAs take the slots);
-otherwise latency-bound, and its largest stall reason says on what it waits.
+otherwise it waits: on the load/store queue when its largest stall is a throttle of that queue (``lg throttle``,
+``mio throttle``: more memory instructions than the pipe takes, whatever cache serves them), else on latency, its
+largest stall reason saying on what.
+
+A roof bounds: a kernel measured above one (a share of its lowest roof above 1) is not a point of the table but a
+failed check (:func:`split`), naming the kernel and the roof: the traffic counted or the bandwidth behind that roof
+is wrong, and no bound word is given for it.
 """
 
 import math
@@ -28,6 +34,8 @@ DRAM_READ, DRAM_WRITE, L2_BYTES = "dram__bytes_read.sum", "dram__bytes_write.sum
 ISSUE = "smsp__issue_active.avg.pct_of_peak_sustained_active"
 STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
 NEAR = 0.6  # at least this share of the lowest roof: bound by that roof
+QUEUE_STALLS = ("lg throttle", "mio throttle")  # the memory-instruction queue is full
+CHECK_COLUMNS = ["variant", "size", "roof", "roof_gflops", "gflops", "share_of_roof", "check"]
 
 
 def attainable(intensity: float, peak: float, bandwidth: float) -> float:
@@ -50,6 +58,8 @@ def bound(share_of_roof: float, binding: str, issue_pct: float, top_stall: str) 
         return f"{binding}-bound"
     if issue_pct == issue_pct and issue_pct >= 100 * NEAR:
         return f"issue-bound ({issue_pct:.0f}% of issue slots used, under every roof)"
+    if top_stall.split(" (")[0] in QUEUE_STALLS:
+        return f"load/store-queue-bound (waits most on {top_stall}: memory instructions queue, under every roof)"
     if top_stall:
         return f"latency-bound (waits most on {top_stall}, under every roof)"
     return "under every roof (latency or issue: this profile has no stall counters)"
@@ -123,3 +133,18 @@ def _point(variant: str, n: int, r: pd.Series, g: float, peak: float, bandwidth:
         "top_stall": f"{top} ({stalls[top]:.2f} per issue)" if top else "",
         "bound": bound(share, lowest, issue, top),
     }
+
+
+def split(points_table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the points under their roofs, the failed checks): a point above its lowest roof is a failed check naming
+    the kernel, the roof and by how much it beats it, and leaves the table."""
+    over = points_table.share_of_roof > 1
+    failed = points_table[over].assign(
+        roof=lambda d: d.lowest_roof,
+        check=lambda d: [
+            f"{v} at {n}³ runs at {s:.2f}× its {r} roof ({g / 1e3:,.0f} of {c / 1e3:,.0f} TFLOP/s): the {r} "
+            "traffic counted or the bandwidth behind that roof is wrong, so no bound is given for it"
+            for v, n, s, r, g, c in zip(d.variant, d["size"], d.share_of_roof, d.lowest_roof, d.gflops, d.roof_gflops)
+        ],
+    )
+    return points_table[~over].reset_index(drop=True), failed[CHECK_COLUMNS].reset_index(drop=True)

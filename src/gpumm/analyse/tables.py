@@ -172,16 +172,16 @@ def _rooflines_and_claims(variants: list[Variant], raw: dict, tables: dict) -> d
     d2d = tables["bandwidth"].set_index("transfer").median_gbs.get("device_to_device", np.nan)
     levels = tables["hierarchy_bandwidth"]
     l2 = levels.set_index("level").median_gbs.get("L2", np.nan) if len(levels) else np.nan
-    matmul = [v.id for v in variants if v.op == "matmul"]
-    out = {
-        "roofline": roofline.points(
-            summary[summary.variant.isin(matmul)], profiles, hardware.fp32_peak(gpu), d2d * 1e9, l2 * 1e9
-        )
-    }
-    bf16 = [v.id for v in variants if v.op == tensor.OP]  # the race on the tensor cores, under its own roof
-    out["bf16_roofline"] = roofline.points(
-        summary[summary.variant.isin(bf16)], profiles, hardware.tensor_bf16_peak(gpu), d2d * 1e9, l2 * 1e9
-    )
+    out, checks = {}, []
+    for name, op, peak in (  # the race on the tensor cores under its own roof; a roof a kernel beats: a failed check
+        ("roofline", "matmul", hardware.fp32_peak(gpu)),
+        ("bf16_roofline", tensor.OP, hardware.tensor_bf16_peak(gpu)),
+    ):
+        ids = [v.id for v in variants if v.op == op]
+        pts = roofline.points(summary[summary.variant.isin(ids)], profiles, peak, d2d * 1e9, l2 * 1e9)
+        out[name], failed = roofline.split(pts)
+        checks.append(failed.assign(table=name))
+    out["roof_checks"] = pd.concat(checks, ignore_index=True)[["table", *roofline.CHECK_COLUMNS]]
     out["claim_cases"] = claims.cases(
         summary, tables["resources"], tables["transpose"], tables["estimate"], out["roofline"]
     )

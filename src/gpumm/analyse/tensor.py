@@ -49,14 +49,20 @@ def goal(lad: pd.DataFrame) -> dict:
 
 
 def roofs(gpu: dict, d2d_gbs: float) -> dict:
-    """The roofs of the two races on this GPU: the FP32 and the tensor-core (BF16) peaks in flop/s, the DRAM roof
-    (the run's device-to-device copy, byte/s), and each race's ridge point (flop per DRAM byte where its peak meets
-    the DRAM roof)."""
+    """The roofs of the two races on this GPU: the FP32 and the tensor-core (BF16) peaks in flop/s at the SM clock the
+    run recorded (``mhz``), their ratio (the one number the pages give for it), NVIDIA's BF16 figure and the clock
+    it is stated at, the DRAM roof (the run's device-to-device copy, byte/s), and each race's ridge point (flop per
+    DRAM byte where its peak meets the DRAM roof)."""
     fp32, tensor = hardware.fp32_peak(gpu), hardware.tensor_bf16_peak(gpu)
     dram = d2d_gbs * 1e9 if d2d_gbs == d2d_gbs else math.nan
+    vendor, vendor_mhz = hardware.vendor_tensor_bf16(gpu)
     return {
         "fp32": fp32,
         "tensor": tensor,
+        "ratio": tensor / fp32 if fp32 > 0 else math.nan,
+        "mhz": float(gpu.get("sm_clock_khz") or math.nan) / 1e3,
+        "vendor": vendor,
+        "vendor_mhz": vendor_mhz,
         "dram": dram,
         "fp32_ridge": fp32 / dram if dram else math.nan,
         "tensor_ridge": tensor / dram if dram else math.nan,

@@ -43,12 +43,12 @@ from pathlib import Path
 import pandas as pd
 
 from gpumm.profile import ncu
-from gpumm.setup import catalog, columns, files
+from gpumm.setup import catalog, columns, files, regimes
 from gpumm.setup.catalog import Variant
 
 COLUMNS = columns.PROFILE
 DISABLED = "profiling disabled in the config (profile.enabled: false)"
-DRAM_FACTOR = 3  # the DRAM-regime profile's three matrices fill at least this many times the L2
+DRAM_FACTOR = regimes.DRAM_FACTOR  # the DRAM-regime profile's three matrices fill at least this many times the L2
 
 
 def dram_size(l2_bytes: int, factor: int = DRAM_FACTOR, footprint: int = 12) -> int:
@@ -67,12 +67,9 @@ def sizes(setting, cached, l2_bytes: int, footprint: int = 12) -> list[int]:
 
 
 def regime(n: int, l2_bytes: float, footprint: int = 12) -> str:
-    """'dram' when the arrays at size n are at least DRAM_FACTOR times the L2, 'cached' when they fit in half
-    of it, else 'mixed'."""
-    if not l2_bytes or l2_bytes != l2_bytes:
-        return "unknown"
-    ratio = footprint * n * n / l2_bytes
-    return "dram" if ratio >= DRAM_FACTOR else ("cached" if ratio <= 0.5 else "mixed")
+    """The regime of the arrays at size n (``footprint``·n² bytes) by the one rule of
+    :mod:`gpumm.setup.regimes`: 'dram', 'cached' or 'mixed'."""
+    return regimes.regime(footprint * n * n, l2_bytes)
 
 
 # cuBLAS picks its kernel at run time; its names contain one of these (nvjet: its Hopper kernels for BF16, such

@@ -107,7 +107,7 @@ def headline_table(runs: list[Archived]) -> str:
             )
         h = t["headlines"].set_index("key")
         for key, what in (
-            ("rows_over_cols", "Reading a matrix by rows (uncoalesced) against by columns, from DRAM"),
+            ("rows_over_cols", "Reading a matrix by rows (uncoalesced) against by columns, the matrices in DRAM"),
             ("zero_copy_cublas", "cuBLAS in zero-copy (UVA) memory against device memory"),
             ("cold_managed_cublas", "cuBLAS on a cold managed (unified) run against device memory"),
             ("launch_floor", "Launch floor: an empty kernel in a CUDA graph"),

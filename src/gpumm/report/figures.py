@@ -20,7 +20,7 @@ from gpumm.analyse import claims as claim_tests
 from gpumm.report import labels, method, style
 from gpumm.report.index import banner, run_words
 from gpumm.report.pages import PAGES
-from gpumm.setup import files, manifest
+from gpumm.setup import files, manifest, regimes
 
 _PAGE = {"name": "page", "count": 0, "data": None, "plot": None, "tables": None, "styles": {}}
 # a variant keeps one colour, marker and dash on a page, in every chart and panel: the first variant drawn on the
@@ -414,18 +414,13 @@ def traffic(tables: dict, variants: list[str], n: int) -> str:
             f"This run has no Nsight Compute profile at {n} ({where}), so the traffic behind these numbers is "
             f"not shown; {link('profiles', 'the profiles page')} says which regime each profile is in."
         )
-    regime = have[0][1].regime
     ratio = have[0][1].working_set_over_l2
     parts = [
         f"{v} moves {r.dram_over_minimum:.1f}× the minimum DRAM traffic ({r.sectors_per_request:.1f} sectors per "
         "global load request)"
         for v, r in have
     ]
-    return (
-        f"Nsight Compute at {n}³ ({regime} regime: the three matrices are {ratio:.1f}× the L2): "
-        + "; ".join(parts)
-        + "."
-    )
+    return f"Nsight Compute at {n}³ ({regimes.words(ratio, 1.0, 'A, B and C')}): " + "; ".join(parts) + "."
 
 
 def span(values, fmt: str = "{:.1f}", unit: str = "×") -> str:

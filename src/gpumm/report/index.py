@@ -20,11 +20,11 @@ import pandas as pd
 from gpumm.analyse import claims
 from gpumm.report import labels, method, style
 from gpumm.report.pages import PAGES
-from gpumm.setup import files, paths
+from gpumm.setup import files, hardware, paths
 
 START_HERE = [
     ("ladder", "race", "how far hand-written FP32 kernels get against cuBLAS, rung by rung, and why"),
-    ("tensor", "DC-TENSOR", "the same memory lessons on the tensor cores, at fifteen times the arithmetic rate"),
+    ("tensor", "DC-TENSOR", "the same memory lessons on the tensor cores, at {ratio} the FP32 peak's arithmetic rate"),
     ("seed001", "S1-C1", "seed 001's claims, tested on this GPU"),
     ("memory_modes", "S1-C2", "what zero-copy and unified memory cost against explicit copies"),
     ("coalescing", "S0-T2", "reading along rows against along columns, the effect behind every rung"),
@@ -210,6 +210,13 @@ def _failed_pages(status: Path | None) -> str:
     )
 
 
+def _peak_ratio(gpu: dict) -> str:
+    """The tensor-core BF16 peak over the FP32 peak of the run's GPU, both at its recorded clock ('16×'), the one
+    number every page gives for it; 'many times' for a GPU whose tensor peak is not known."""
+    r = hardware.tensor_bf16_peak(gpu) / hardware.fp32_peak(gpu)
+    return f"{r:.0f}×" if r == r else "many times"
+
+
 def write(tables: Path, out_dir: Path, studies: pd.DataFrame, status: Path | None = None) -> None:
     """results/report/index.html and run.html from the tables; ``status``: the pages step's record of the pages it
     could not make (named at the top of the front page)."""
@@ -218,7 +225,7 @@ def write(tables: Path, out_dir: Path, studies: pd.DataFrame, status: Path | Non
     heads = _read(tables, "headlines")
     start = "\n".join(
         f'<li><a href="{page}.html#{anchor}">{html.escape(next(p["title"] for p in PAGES if p["notebook"] == page))}'
-        f"</a>: {html.escape(why)}</li>"
+        f"</a>: {html.escape(why.format(ratio=_peak_ratio(source.get('gpu', {}))))}</li>"
         for page, anchor, why in START_HERE
     )
     links = "\n".join(

@@ -9,6 +9,7 @@ method therefore describes the run it shows, archived or measured; the run page 
 import pandas as pd
 
 from gpumm.report import labels
+from gpumm.setup import regimes
 
 
 def _ok(samples: pd.DataFrame) -> pd.DataFrame:
@@ -149,8 +150,9 @@ def profiles(tables: dict) -> str:
     return (
         "Nsight Compute profiled one launch of each variant at each of its profile sizes ("
         + "; ".join(parts)
-        + "). In the DRAM regime the matrices a launch touches are at least 3× the L2, so the counters show "
-        "device-memory traffic; in the cached regime they fit in the L2."
+        + f"). In the DRAM regime the matrices a launch touches are at least {regimes.DRAM_FACTOR}× the L2, so the "
+        f"counters show device-memory traffic; in the cached regime they fit in {regimes.CACHED_FACTOR:.0%} of it; "
+        "in between, mixed, they show neither alone."
     )
 
 

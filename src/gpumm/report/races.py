@@ -14,6 +14,7 @@ import pandas as pd
 
 from gpumm.analyse import paired, power
 from gpumm.report import figures as F
+from gpumm.setup import regimes
 
 PAIRED = paired.PAIRED_REGIME
 
@@ -104,9 +105,24 @@ def _bars(axes, d: pd.DataFrame, off: np.ndarray, h: float, k: int, n: int) -> N
     axes[1].barh(off, d.per_joule, height=h * 0.95, color=COLOURS[k % 3], label=f"{n}³")
 
 
-def figure(v: pd.DataFrame, reference: str, name: str, caption_more: str = "", goal: float | None = None) -> None:
+def memory_words(sizes, l2_bytes: float, op: str) -> str:
+    """The regime of each size, by the one rule (:mod:`gpumm.setup.regimes`), as a caption's sentence."""
+    said = [f"at {int(n)}³ {regimes.square_words(int(n), l2_bytes, op)}" for n in sorted(set(sizes))]
+    text = "; ".join(said)
+    return f" {text[0].upper()}{text[1:]}." if text else ""
+
+
+def figure(
+    v: pd.DataFrame,
+    reference: str,
+    name: str,
+    caption_more: str = "",
+    goal: float | None = None,
+    memory: tuple[float, str] | None = None,
+) -> None:
     """Two panels, a bar per kernel and size: its share of the reference (paired bars with their 95% interval,
-    unpaired ones hatched, the burst share a black tick where it differs), and its work per joule."""
+    unpaired ones hatched, the burst share a black tick where it differs), and its work per joule. ``memory``:
+    (the L2's bytes, the operation's key in :data:`gpumm.setup.regimes.FOOTPRINT`), to name each size's regime."""
     if v.empty:
         F.md("*This race was not paired in this run.*")
         return
@@ -138,7 +154,9 @@ def figure(v: pd.DataFrame, reference: str, name: str, caption_more: str = "", g
         "alternation with the reference, with its 95% interval; a black tick: the burst share of each kernel's own "
         "first five samples, where it differs from the sustained one beyond their spread; hatched: a rung timed "
         "unpaired, from the two kernels' own sets) and its work per joule (right: its rate over the board power "
-        "while it ran alone, after the card had reached its sustained state)." + caption_more,
+        "while it ran alone, after the card had reached its sustained state)."
+        + caption_more
+        + (memory_words(v.M, *memory) if memory else ""),
         alt=f"Horizontal bars: share of {reference} with intervals, and work per joule, for every kernel of the race",
     )
 
@@ -219,3 +237,15 @@ def grid(long: pd.DataFrame, v: pd.DataFrame, summary: pd.DataFrame, kind: str =
         else:
             out.append(cell(r.value, gain=g))
     return long.assign(cell=out).pivot_table(index="row", columns="column", values="cell", aggfunc="first")
+
+
+def roof_checks(failed: pd.DataFrame) -> None:
+    """The roofline's failed checks, in a box above what follows: each kernel measured above a roof, which roof
+    and by how much (:func:`gpumm.analyse.roofline.split`); nothing where every point is under its roofs."""
+    if failed is None or failed.empty:
+        return
+    F.md(
+        f"**Failed check{'s' if len(failed) > 1 else ''}: a roof that does not bound.** "
+        + "; ".join(failed.check)
+        + ". These kernels are left out of the table and the figure above until the roof or the count is mended."
+    )

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from gpumm.run import sampling, timing
+from gpumm.setup import regimes
 
 COLUMNS = [
     "pattern",
@@ -56,7 +57,7 @@ COLUMNS = [
 ]
 BLOCK = 256
 ITEMS = 8  # elements per thread of read_strided and copy4 (the kernel's ITEMS)
-DRAM_FACTOR = 3  # a DRAM-regime working set is at least this many times the L2
+DRAM_FACTOR = regimes.DRAM_FACTOR  # a DRAM-regime working set is at least this many times the L2
 MAX_BYTES = 16 << 30  # largest input of one pattern (capped further by a quarter of free memory)
 
 

@@ -44,6 +44,21 @@ def fp32_peak(gpu: dict) -> float:
 # Dense BF16 multiply-adds with FP32 accumulation, in flops per clock per SM (four tensor cores each): Hopper's
 # H100 SXM is specified at 989 TFLOP/s with 132 SMs at 1830 MHz, 4096 flops per clock per SM.
 TENSOR_BF16_FLOPS_PER_SM = {(9, 0): 4096}
+# The SM clock NVIDIA's dense BF16 figure is stated at (H100 SXM and H200: 989 TFLOP/s = 132 x 4096 x 1830 MHz);
+# the pages compute the peak at the clock the run recorded and give this beside it.
+VENDOR_TENSOR_MHZ = {(9, 0): 1830}
+
+
+def vendor_tensor_bf16(gpu: dict) -> tuple[float, float]:
+    """(NVIDIA's dense BF16 figure for this GPU in flop/s, the SM clock in MHz it is stated at); nans if unknown."""
+    try:
+        cc = tuple(int(x) for x in str(gpu.get("compute_capability", "0.0")).split("."))
+    except ValueError:
+        return math.nan, math.nan
+    mhz, per_sm = VENDOR_TENSOR_MHZ.get(cc), TENSOR_BF16_FLOPS_PER_SM.get(cc)
+    if mhz is None or per_sm is None or not gpu.get("sm_count"):
+        return math.nan, math.nan
+    return gpu["sm_count"] * per_sm * mhz * 1e6, float(mhz)
 
 
 def tensor_bf16_peak(gpu: dict) -> float:

@@ -61,6 +61,10 @@ TABLES = {
         "the FP32 kernels' arithmetic intensity and rate under the FP32 roof and the memory roofs",
     ),
     "bf16_roofline": ("gpumm.analyse.roofline", "the BF16 kernels' points under the tensor-core roof"),
+    "roof_checks": (
+        "gpumm.analyse.roofline",
+        "the failed checks of both rooflines: a kernel measured above a roof, which roof and by how much",
+    ),
     "bandwidth": (
         "gpumm.analyse.access_patterns",
         "the copy bandwidths (host to device, pinned and pageable, device to device): median GB/s",
