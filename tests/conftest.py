@@ -1,6 +1,10 @@
 import functools
+import json
+import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +68,60 @@ def known_stale() -> dict[str, set[str]]:
         "h100": set(),
         "h200": set(),
     }
+
+
+# The step log of a real measured run (the H100 study of e8858e2, archived as data/reference/h100), up to the step
+# that writes the index: what the index of that run read when it said what the run cost.
+MEASURED_LOG = Path(__file__).parent / "fixtures" / "measured-h100" / "steps.jsonl"
+
+
+@pytest.fixture(scope="session")
+def measured(tree, tmp_path_factory):
+    """A measured report, made without a GPU from real measured numbers: the archived H100 run's raw results and
+    builds (restored by a replay in a copy of the project), its own provenance (mode: measure) put back, then the
+    collect, pages and index steps as the workflow runs them, the index reading that run's step log. Yields
+    (project, report folder)."""
+    dest = tmp_path_factory.mktemp("measured") / "project"
+    shutil.copytree(tree, dest, symlinks=True)
+    env = {**os.environ, "PYTHONPATH": str(dest / "src")}
+
+    def step(*args, **more):
+        out = subprocess.run(
+            [sys.executable, "-m", *args], cwd=dest, capture_output=True, text=True, env={**env, **more}
+        )
+        assert out.returncode == 0, (args[:2], out.stdout[-2000:], out.stderr[-3000:])
+
+    step("snakemake", "--cores", "2", "--config", "mode=replay", "replay_from=h100")
+    shutil.copy2(dest / "data/reference/h100/raw/provenance.json", dest / "results/raw/provenance.json")
+    import pandas as pd
+
+    from gpumm.report.pages import PAGES
+
+    ids = ",".join(pd.read_csv(dest / "results/tables/variants.csv").variant)
+    step("gpumm", "collect", "--variants", ids, "--out", "results/tables")
+    status = "results/notebooks/pages.json"
+    pages = ",".join(p["notebook"] for p in PAGES)
+    step(
+        "gpumm",
+        "pages",
+        "--pages",
+        pages,
+        "--tables",
+        "results/tables",
+        "--jobs",
+        "2",
+        "--notebooks-out",
+        "results/notebooks",
+        "--out",
+        "results/report",
+        "--status",
+        status,
+    )
+    run = json.loads(MEASURED_LOG.read_text().splitlines()[0])["run"]
+    copy = dest / "results" / "run" / "steps.jsonl"  # the index step appends its own line to the log it reads
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(MEASURED_LOG, copy)
+    log = {"GPUMM_RUN_LOG": str(copy), "GPUMM_RUN_ID": run}
+    index = ("--tables", "results/tables", "--out", "results/report/index.html", "--status", status)
+    step("gpumm", "index", *index, **log)
+    return dest, dest / "results" / "report"

@@ -21,7 +21,7 @@ SIZE = rates.LADDER_SIZE
 RATE_VARIANTS = ["naive", "unrolled", "double_buffer", "interior*", "streamk", "cublas"]
 # each race's rates, by the hardware number they track, and the library each is a share of
 RACES = {"fp32_tflops": "cublas", "bf16_tflops": "cublas_bf16"}
-COLUMNS = ["run", "gpu", "what", "value", "unit", "hardware", "method"]
+COLUMNS = ["run", "gpu", "date", "what", "value", "unit", "hardware", "method"]
 TRACKS = {
     "dram_gbs": "specified DRAM bandwidth",
     "fp32_tflops": "FP32 peak",
@@ -91,8 +91,9 @@ def _paired(raw: Path) -> list[tuple]:
 def headlines(run: Path, name: str) -> pd.DataFrame:
     """One row per headline number of the run in ``run`` (a folder holding raw/): GPU, value, unit, what it tracks."""
     raw = run / "raw"
-    gpu = json.loads((raw / "provenance.json").read_text()).get("gpu", {})
-    hw = hardware(gpu)
+    prov = json.loads((raw / "provenance.json").read_text())
+    gpu = prov.get("gpu", {})
+    hw, date = hardware(gpu), str(prov.get("date", ""))[:10]
     rows = [(f"{v.rstrip('*')} GFLOP/s at {SIZE}³", *_rate(raw, v), "GFLOP/s", "fp32_tflops") for v in RATE_VARIANTS]
     rows += [(f"{v} GFLOP/s at {SIZE}³", *_rate(raw, v), "GFLOP/s", "bf16_tflops") for v in bf16_variants()]
     rows = [(w, v, u, h, m) for w, v, m, u, h in rows]
@@ -114,7 +115,8 @@ def headlines(run: Path, name: str) -> pd.DataFrame:
     ]
     return pd.DataFrame(
         [
-            {"run": name, "gpu": gpu.get("name", "?"), "what": w, "value": v, "unit": u, "hardware": h, "method": m}
+            {"run": name, "gpu": gpu.get("name", "?"), "date": date, "what": w, "value": v, "unit": u}
+            | {"hardware": h, "method": m}
             for w, v, u, h, m in rows
         ],
         columns=COLUMNS,
@@ -137,6 +139,27 @@ def wide(t: pd.DataFrame, unit: str | None = None, tracks: str | None = None) ->
     return rows.pivot_table(index="what", columns="run", values="value").reindex(
         index=list(dict.fromkeys(rows.what)), columns=runs
     )
+
+
+def label(t: pd.DataFrame, run: str) -> str:
+    """A run as the compare page names it: 'this run (NVIDIA H100 80GB HBM3, 2026-11-27)' or 'archive h200
+    (NVIDIA H200, 2026-11-27)', so that two runs of one GPU model read apart."""
+    r = t[t.run == run].iloc[0]
+    date = r.get("date", "") if isinstance(r.get("date", ""), str) else ""
+    name = run if run == "this run" else f"archive {run}"
+    return f"{name} ({r.gpu}{', ' + date if date else ''})"
+
+
+def pairs(t: pd.DataFrame) -> list[tuple[str, str, bool]]:
+    """The comparisons the page makes: the first run (this run, when measured) against every other, those of
+    another GPU model first; each (base, other, same GPU model)."""
+    runs = list(dict.fromkeys(t.run))
+    if len(runs) < 2:
+        return []
+    gpu = t.drop_duplicates("run").set_index("run").gpu
+    base = runs[0]
+    others = sorted(runs[1:], key=lambda r: gpu[r] == gpu[base])  # another model first, order kept within
+    return [(base, r, bool(gpu[r] == gpu[base])) for r in others]
 
 
 def sentences(t: pd.DataFrame, base: str, other: str) -> list[str]:

@@ -26,6 +26,7 @@ from gpumm.run.worker import GPU_STEPS
 from gpumm.setup import files
 
 RUN_ID_ENV = "GPUMM_RUN_ID"
+LOG_ENV = "GPUMM_RUN_LOG"  # where the workflow appends every step's line (results/run/steps.jsonl)
 
 
 def target(argv: list[str]) -> str:

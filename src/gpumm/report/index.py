@@ -12,13 +12,14 @@ import csv
 import functools
 import html
 import json
-import re
+import os
 from pathlib import Path
 
 import pandas as pd
 
 from gpumm.analyse import claims
-from gpumm.report import labels, method, style
+from gpumm.archive import runrecord
+from gpumm.report import labels, style
 from gpumm.report.pages import PAGES
 from gpumm.setup import files, hardware, paths
 
@@ -84,7 +85,7 @@ def id_links(ids) -> str:
     return " ".join(out)
 
 
-def _table(df: pd.DataFrame, raw_html: tuple[str, ...] = (), classes: str = "t") -> str:
+def table_html(df: pd.DataFrame, raw_html: tuple[str, ...] = (), classes: str = "t") -> str:
     """A readable table (gpumm.report.labels), with the columns in ``raw_html`` kept as the HTML they hold."""
     shown = labels.for_reader(df.drop(columns=list(raw_html))).map(lambda v: html.escape(str(v)))
     for c in raw_html:
@@ -98,7 +99,7 @@ def _page(title: str, source: dict, body: str) -> str:
     return style.page(title, f"{banner_html(source)}\n{nav}\n{body}")
 
 
-def _read(t: Path, name: str) -> pd.DataFrame:
+def read_table(t: Path, name: str) -> pd.DataFrame:
     try:
         return pd.read_csv(t / f"{name}.csv")
     except (FileNotFoundError, pd.errors.EmptyDataError):
@@ -125,7 +126,7 @@ def study_cost(costs: pd.DataFrame | None) -> str:
     return (
         "<p>The whole default study, <code>snakemake --cores all</code> from a tree with nothing built to this "
         "report, as each archived run recorded it (<code>run.json</code>, written by "
-        "<code>src/gpumm/archive/runrecord.py</code>):</p>" + _table(rows)
+        "<code>src/gpumm/archive/runrecord.py</code>):</p>" + table_html(rows)
     )
 
 
@@ -140,6 +141,8 @@ def _this_run(source: dict, costs: pd.DataFrame) -> str:
         if len(cost)
         else ""
     )
+    if ds.get("mode") != "replay":
+        spent = _measured_cost()
     where = (
         f"replayed from <code>{html.escape(str(ds.get('archive')))}</code>, measured"
         if ds.get("mode") == "replay"
@@ -151,6 +154,28 @@ def _this_run(source: dict, costs: pd.DataFrame) -> str:
         f"{html.escape(source.get('date', '?')[:10])}, commit <code>{html.escape(source.get('git_commit', '?')[:12])}"
         f'</code>.{spent} <a href="run.html">How they were taken</a>.</p>'
     )
+
+
+def _measured_cost() -> str:
+    """What this measured run cost, in a sentence: the steps its invocation ran before this page (the step log
+    ``$GPUMM_RUN_LOG``, lines of ``$GPUMM_RUN_ID``); where that invocation measured nothing (pages made again),
+    the record of the run that did (results/run.json), if it is there."""
+    log, run = os.environ.get(runrecord.LOG_ENV, ""), os.environ.get(runrecord.RUN_ID_ENV, "")
+    s = runrecord.summarise(runrecord.read(Path(log), run)) if log and run else {}
+    if s and s["gpu_busy_s"] > 0:
+        return (
+            f" It took {s['wall_s']:.0f} s from its first step to this page, the GPU busy {s['gpu_busy_s']:.0f} s "
+            f"({s['gpu_busy_share']:.0%}), over {s['steps']} steps (<code>results/run.json</code> keeps the whole "
+            "record when the run ends)."
+        )
+    done = paths.RESULTS / "run.json"
+    r = json.loads(done.read_text()) if done.is_file() else {}
+    if r.get("wall_s"):
+        return (
+            f" The run that measured them took {r['wall_s']:.0f} s, the GPU busy {r['gpu_busy_s']:.0f} s "
+            f"(<code>results/run.json</code>, from {html.escape(str(r.get('first_step', '?'))[:10])})."
+        )
+    return " No record of what measuring them cost is left (<code>results/run.json</code> is missing)."
 
 
 def _headlines(h: pd.DataFrame) -> str:
@@ -221,8 +246,8 @@ def write(tables: Path, out_dir: Path, studies: pd.DataFrame, status: Path | Non
     """results/report/index.html and run.html from the tables; ``status``: the pages step's record of the pages it
     could not make (named at the top of the front page)."""
     source = json.loads((tables / "source.json").read_text())
-    costs = _read(tables, "study_cost")
-    heads = _read(tables, "headlines")
+    costs = read_table(tables, "study_cost")
+    heads = read_table(tables, "headlines")
     start = "\n".join(
         f'<li><a href="{page}.html#{anchor}">{html.escape(next(p["title"] for p in PAGES if p["notebook"] == page))}'
         f"</a>: {html.escape(why.format(ratio=_peak_ratio(source.get('gpu', {}))))}</li>"
@@ -247,7 +272,7 @@ second on the tensor cores (BF16) against cuBLAS BF16.</p>
 <h2 id="headlines">Headline numbers</h2>
 {_headlines(heads)}
 <h2 id="claims">The sources' claims, tested</h2>
-{_claims(_read(tables, "claim_verdicts"))}
+{_claims(read_table(tables, "claim_verdicts"))}
 <h2 id="start">Start here</h2>
 <ol>
 {start}
@@ -258,134 +283,14 @@ second on the tensor cores (BF16) against cuBLAS BF16.</p>
 </ul>
 <h2 id="studies">The studies</h2>
 <p>Every artefact of the four sources and the design card, with its ID, linked to its section.</p>
-{_table(st, ("id", "page"))}
+{table_html(st, ("id", "page"))}
 <h2 id="cost">What the study costs</h2>
 {study_cost(costs)}
 """
     title = "How memory decides the speed of GPU matrix multiply — report"
     files.write_text(out_dir / "index.html", _page(title, source, body))
+    from gpumm.report import runpage  # the run page's module reads this one's helpers
+
     files.write_text(
-        out_dir / "run.html", _page("This run: how the numbers were taken", source, run_page(tables, source))
+        out_dir / "run.html", _page("This run: how the numbers were taken", source, runpage.body(tables, source))
     )
-
-
-def _anchor(heading: str) -> str:
-    """A method note's anchor: its heading's first word, lower case (#power, #clocks, #timing)."""
-    return heading.split()[0].lower().strip(",:")
-
-
-def _settings_not_used(ds: dict) -> str:
-    """The settings of this configuration the archived run did not use, as a section ('' where none)."""
-    differs = ds.get("config_differs") or []
-    if not differs:
-        return ""
-    return (
-        '<h2 id="settings">Settings this report does not reflect</h2><p>This configuration asks for settings the '
-        "archived run did not use; the pages show the archived run's numbers, made with its own settings:</p><ul>"
-        + "".join(f"<li><code>{html.escape(d)}</code></li>" for d in differs)
-        + "</ul>"
-    )
-
-
-def _why_these_numbers(ds: dict) -> str:
-    """Why the numbers are measured or replayed, in a sentence ('' where the run says nothing)."""
-    reason = re.sub(r"^mode: ", "", str(ds.get("why", "")))
-    reason = re.sub(r"\(([^()]*) \(([^()]*)\)\)", r"(\1: \2)", reason)  # "(a (b))" reads "(a: b)"
-    if reason == "replay (set in the config)":
-        reason = "the configuration asks for a replay (mode: replay), whatever GPU this machine has"
-    if not reason:
-        return ""
-    return (
-        f"<p><b>Why these numbers are {'replayed' if ds.get('mode') == 'replay' else 'measured'}:</b> "
-        f"{html.escape(reason)}.</p>"
-    )
-
-
-def _variants_shown(variants: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
-    """(the variants table as the run page shows it, whether any variant is stale or not measured)."""
-    v = variants.copy()
-    v["note"] = [
-        "stale" if str(s) == "True" else ("not measured" if o == "not measured" else "")
-        for s, o in zip(v.get("stale", []), v.get("origin", []))
-    ]
-    noted = bool(v["note"].astype(bool).any())
-    cols = ["variant", "label", "op", "defines"] + (["note"] if noted else [])
-    if "defines" in v:
-        v["defines"] = v.defines.fillna("none")  # a kernel without compile-time defines, or a library call
-    shown = v[[c for c in cols if c in v]].rename(columns={"op": "computes"})
-    shown["studies"] = [id_links(s) for s in variants["studies"].fillna("")]  # the family's study IDs
-    return shown, noted
-
-
-def _profiles_shown(prof: pd.DataFrame) -> pd.DataFrame:
-    """One row per variant: its profile taken, or why it is missing."""
-    if not len(prof):
-        return prof
-    prof = prof.drop_duplicates("variant")[["variant", "status", "reason"]]
-    taken = [
-        "taken" if st == "ok" else (str(r) if r == r and str(r) else f"missing ({st})")
-        for st, r in zip(prof.status, prof.reason)
-    ]
-    return pd.DataFrame({"variant": prof.variant, "profile": taken})
-
-
-def _provenance_rows(source: dict) -> str:
-    """The provenance's table rows: date, commit, software, configuration digest, host, and the GPU's fields."""
-    prov = {k: source.get(k) for k in ("date", "git_commit", "cupy", "nvcc", "python", "config_digest", "host")}
-    prov.update({f"gpu: {k}": val for k, val in source.get("gpu", {}).items()})
-    return "\n".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(labels.number(val) if isinstance(val, float) else str(val))}"
-        "</td></tr>"
-        for k, val in prov.items()
-        if val is not None
-    )
-
-
-def _digests(source: dict) -> pd.DataFrame:
-    """Each variant's digest as the archive certifies it, beside this checkout's."""
-    digests, now = source.get("variant_digests", {}), source.get("variant_digests_now", {})
-    return pd.DataFrame(
-        [
-            {"variant": k, "digest (the archive certifies)": d, "digest (this checkout)": now.get(k, "")}
-            for k, d in digests.items()
-        ]
-    )
-
-
-def run_page(tables: Path, source: dict) -> str:
-    """The run page's body: method notes, settings a replay did not use, variants, profiles, provenance."""
-    names = ("samples", "summary", "verification", "profile_summary", "overhead", "variants", "verdicts")
-    t = {name: _read(tables, name) for name in names}  # variants: what each profiled kernel computes
-    t["source"] = source
-    notes = "\n".join(
-        f'<h3 id="{_anchor(h)}">{html.escape(h)}</h3><p>{html.escape(text)}</p>'
-        for h, text in method.all_notes(t)
-        if text
-    )
-    ds = source.get("data_source", {})
-    config_note, why = _settings_not_used(ds), _why_these_numbers(ds)
-    shown, noted = _variants_shown(t["variants"])
-    prof, prov_rows, dig = _profiles_shown(_read(tables, "profiles")), _provenance_rows(source), _digests(source)
-    return f"""<h1>This run: how the numbers were taken</h1>
-{why}
-<h2 id="method">Method, as this run recorded it</h2>
-{notes}
-{config_note}
-<h2 id="variants">Variants</h2>
-<p>In the ladder's order, each with the study IDs of its family (a family's builds share them). <i>stale</i>: the
-variant's code, catalog entry or the method's version changed since the archived run, so its numbers are for the
-old code; <i>not measured</i>: not in the archived run, no numbers.
-{"" if noted else "Every variant here is neither."}</p>
-{_table(shown, ("studies",))}
-<h2 id="profiles">Profiles</h2>
-{_table(prof) if len(prof) else "<p>(none)</p>"}
-<h2 id="provenance">Provenance</h2>
-<div class="scroll"><table class="p">
-{prov_rows}
-</table></div>
-<h3>Variant digests</h3>
-<p>A digest covers a variant's code (its source and includes, comments and blank space left out), its catalog
-entry and the measurement method's version; one that differs from the digest the archive certifies marks the
-variant stale.</p>
-{_table(dig) if len(dig) else "<p>(none recorded)</p>"}
-"""

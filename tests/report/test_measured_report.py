@@ -1,0 +1,62 @@
+"""Issue 39: a measured run's pages say what a measured run is (from the `measured` fixture: real measured numbers,
+rendered as the workflow renders a measured run): its own cost on the index, no replay-only columns on the run
+page, and the compare page setting this run beside every archive, those of its own GPU model named by archive
+and date."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gpumm.archive import runrecord
+from gpumm.report import runpage
+
+MEASURED_LOG = Path(__file__).parents[1] / "fixtures" / "measured-h100" / "steps.jsonl"
+
+pytestmark = pytest.mark.slow
+
+
+def _text(page) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page.read_text()))
+
+
+def test_the_index_of_a_measured_run_says_what_it_cost(measured):
+    _, report = measured
+    text = _text(report / "index.html")
+    assert "Data source: MEASURED in this run on NVIDIA H100 80GB HBM3" in text
+    run = json.loads(MEASURED_LOG.read_text().splitlines()[0])["run"]
+    s = runrecord.summarise(runrecord.read(MEASURED_LOG, run))
+    said = f"It took {s['wall_s']:.0f} s from its first step to this page, the GPU busy {s['gpu_busy_s']:.0f} s"
+    assert said in text and f"over {s['steps']} steps" in text
+
+
+def test_the_run_page_of_a_measured_run_has_no_replay_columns(measured):
+    _, report = measured
+    page = (report / "run.html").read_text()
+    assert "digest (this checkout)" not in page and "the archive certifies" not in page
+    assert "<i>stale</i>" not in page and "not measured</i>" not in page
+    assert "digest (measured with)" in page and "all measured in this run" in page
+    assert "predate" not in page  # every set without a clock reading is a CPU baseline
+
+
+def test_the_compare_page_sets_this_run_beside_every_archive_by_name_and_date(measured):
+    _, report = measured
+    text = _text(report / "compare.html")
+    for archive in ("h100", "h200"):
+        assert f"{archive} ÷ this run" in text, archive
+    other = "archive h200 (NVIDIA H200, 2026-11-27) against this run (NVIDIA H100 80GB HBM3, 2026-11-27)"
+    same = "archive h100 (NVIDIA H100 80GB HBM3, 2026-11-27) against this run (NVIDIA H100 80GB HBM3, 2026-11-27)"
+    assert other in text and same in text
+    assert text.index(other) < text.index(same)  # another GPU model first
+    assert "the same GPU model, so a difference here is from run to run" in text
+
+
+def test_a_replayed_run_page_keeps_what_a_replay_is(measured):
+    """The other side: the same tables under a replay's provenance keep the stale column and its words."""
+    project, _ = measured
+    tables = project / "results" / "tables"
+    source = json.loads((tables / "source.json").read_text())
+    replay = {**source, "data_source": {"mode": "replay", "archive": "data/reference/h100"}}
+    assert "digest (this checkout)" in runpage.body(tables, replay) and "<i>stale</i>" in runpage.body(tables, replay)
+    assert "digest (this checkout)" not in runpage.body(tables, source)
