@@ -163,3 +163,23 @@ def test_s2_tr_on_a_run_without_the_padded_transpose_has_no_cases():
     assert claims.s2_tr(t) == []
     t = pd.concat([t, t.assign(variant="transpose_padded", speedup_over_naive=9.5)], ignore_index=True)
     assert [(c["size"], c["holds"]) for c in claims.s2_tr(t)] == [(512, True)]
+
+
+def test_a_claim_case_over_a_throttled_set_is_marked_where_it_stands():
+    """Issue 39: S1-C2's zero-copy slowdowns from a throttled set carry the mark; a set at full clock does not."""
+    import pandas as pd
+
+    from gpumm.analyse import claims
+
+    rows = [
+        {"variant": "cublas", "M": n, "N": n, "K": n, "timed": "kernel", "memory_mode": mode, "status": "ok"}
+        | {"median_ms": ms, "throttled": hot}
+        for n, hot in ((32, True), (256, False))
+        for mode, ms in (("zero_copy", 3.3), ("device", 0.1))
+    ]
+    summary = pd.DataFrame(rows)
+    cases = pd.DataFrame(claims.s1_c2(summary, pd.DataFrame()))
+    a1 = cases[cases.part == "a1"].set_index("size")
+    assert a1.loc[32, "note"] == "zero-copy and device sets ran throttled"
+    assert a1.loc[256, "note"] == ""
+    assert claims.throttled_note(summary.drop(columns="throttled"), "cublas", 32, ("zero_copy",)) == ""

@@ -72,3 +72,10 @@ def test_the_coalescing_headline_says_the_cause_not_from_dram():
         rows = headlines._coalescing({"coalescing_ratio": _ratio(4.04, rows_l2)})
         assert len(rows) == 1 and word in rows[0]["value"], rows
         assert rows[0]["what"].endswith("the matrices in DRAM")
+
+
+def test_the_rules_footprints_are_the_operations():
+    from gpumm.run import operations
+
+    for key, op in (("product", "matmul"), ("bf16", "matmul_bf16"), ("transpose", "transpose")):
+        assert regimes.FOOTPRINT[key] == operations.get(op).footprint, key

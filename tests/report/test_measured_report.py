@@ -60,3 +60,28 @@ def test_a_replayed_run_page_keeps_what_a_replay_is(measured):
     replay = {**source, "data_source": {"mode": "replay", "archive": "data/reference/h100"}}
     assert "digest (this checkout)" in runpage.body(tables, replay) and "<i>stale</i>" in runpage.body(tables, replay)
     assert "digest (this checkout)" not in runpage.body(tables, source)
+
+
+def test_the_pages_words_follow_their_numbers(measured):
+    """Issue 39's smaller findings, on real measured numbers: no typed 'a few microseconds', one peak ratio with
+    NVIDIA's figure and clock beside it, regime words by the rule, spills named as spills, the right minimum,
+    failed roof checks named, logarithmic axes said."""
+    _, report = measured
+    text = {p.stem: _text(p) for p in report.glob("*.html")}
+    assert not [p for p, s in text.items() if "a few microseconds" in s or "several times the L2" in s]
+    assert not [p for p, s in text.items() if "fifteen times" in s or "14 times the rate" in s]
+    tensor = text["tensor"]
+    assert "16× the FP32 peak" in tensor and "at the 1980 MHz SM clock the run recorded" in tensor
+    assert "NVIDIA's figure, 989 TFLOP/s dense, is the same count at 1830 MHz" in tensor
+    assert "At 4096³ A, B (BF16) and C (FP32) fill the L2 2.6 times over: between the L2 and DRAM regimes" in tensor
+    assert "Failed checks: a roof that does not bound." in tensor and "runs at 1.43× its L2 roof" in tensor
+    assert "µs a launch" in tensor  # the small sizes' time, from the run
+    profiles = text["profiles"]
+    assert "3·4·n²" not in profiles and "12·n² bytes for an FP32 product, 8·n² for BF16" in profiles
+    assert "the builds that spill registers" in profiles and "that traffic is register spills, not re-reads" in profiles
+    assert (
+        "bound by the transactions it issues, not by DRAM" in text["index"]
+        and "Why: the uncoalesced" in (text["coalescing"])
+    )
+    assert "Both axes are logarithmic" in text["seed003"]
+    assert re.search(r"at \d+\.\d to \d+\.\d µs, a launch this small", text["seed003"])

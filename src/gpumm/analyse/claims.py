@@ -142,7 +142,10 @@ def s1_c2(summary: pd.DataFrame, resources: pd.DataFrame, best: str = "unrolled"
         if v in dev and v in zc:
             pair = pd.concat([zc[v].rename("zc"), dev[v].rename("dev")], axis=1).dropna()
             for n, r in pair.iterrows():
-                rows.append(_case("S1-C2", part, STATEMENTS["S1-C2", part], v, int(n), r.zc / r.dev, "×", ">", floor))
+                note = throttled_note(summary, v, int(n), ("zero_copy", "device"))
+                rows.append(
+                    _case("S1-C2", part, STATEMENTS["S1-C2", part], v, int(n), r.zc / r.dev, "×", ">", floor, note)
+                )
     warm = medians(summary, "managed", "warm")
     for v in [v for v in SIX if v in dev and v in warm]:
         pair = pd.concat([warm[v].rename("warm"), dev[v].rename("dev")], axis=1).dropna()
@@ -167,6 +170,18 @@ def s1_c2(summary: pd.DataFrame, resources: pd.DataFrame, best: str = "unrolled"
             case = _case("S1-C2", "c3", STATEMENTS["S1-C2", "c3"], "", math.nan, math.nan, "", ">", 0, note)
             rows.append({**case, "holds": False})
     return rows
+
+
+def throttled_note(summary: pd.DataFrame, variant: str, n: int, modes: tuple[str, ...], timed: str = "kernel") -> str:
+    """'' when none of ``variant``'s sets at n³ in ``modes`` ran throttled, else which did ('zero_copy set ran
+    throttled'): a case whose ratio divides a throttled set's time is marked where it stands."""
+    if "throttled" not in summary:
+        return ""
+    s = summary[(summary.variant == variant) & (summary.M == n) & (summary.N == n) & (summary.K == n)]
+    s = s[s.timed == timed]
+    hot = [m for m in modes if s[s.memory_mode == m].throttled.map(power.truth).any()]
+    sets = "sets" if len(hot) > 1 else "set"
+    return f"{' and '.join(m.replace('_', '-') for m in hot)} {sets} ran throttled" if hot else ""
 
 
 def s2_tr(transpose: pd.DataFrame) -> list[dict]:

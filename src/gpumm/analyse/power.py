@@ -21,7 +21,8 @@ from gpumm.run import clocks
 KEYS = ["variant", "M", "N", "K", "memory_mode", "timed"]
 
 
-def _truth(x) -> bool:
+def truth(x) -> bool:
+    """A flag of the tables as they are read back (True, "True", "true")."""
     return str(x).lower() == "true"
 
 
@@ -30,7 +31,7 @@ def state(row) -> str:
     '' where the run did not record clocks."""
     if "throttled" not in row or pd.isna(row.get("throttled")) or row.get("throttled") == "":
         return ""
-    if not _truth(row["throttled"]):
+    if not truth(row["throttled"]):
         return "full clock"
     why = []
     capped = row.get("power_capped_pct", math.nan)
@@ -95,7 +96,7 @@ def compare(
         share = float(ra.get("gflops", math.nan)) / float(rb.get("gflops", math.nan))
     burst = float(rb.get("burst_median_ms", math.nan)) / float(ra.get("burst_median_ms", math.nan))
     sa, sb = state(ra), state(rb)
-    mixed = bool(sa and sb and _truth(ra.throttled) != _truth(rb.throttled))
+    mixed = bool(sa and sb and truth(ra.throttled) != truth(rb.throttled))
     return {"share": share, "mixed": mixed, "burst_share": burst, "a_state": sa, "b_state": sb}
 
 
@@ -118,7 +119,7 @@ def cap_counts(summary: pd.DataFrame) -> dict:
     if "throttled" not in s:
         return {"sets": len(s), "throttled": 0, "power_cap": 0, "at_cap": 0, "thermal": 0, "clock_only": 0}
     read = s[s.throttled.notna() & (s.throttled.astype(str) != "")]
-    t = read[read.throttled.map(_truth)]
+    t = read[read.throttled.map(truth)]
     capped = t.get("power_capped_pct", pd.Series(0.0, index=t.index)).fillna(0)
     reasons = t.get("clock_reasons", pd.Series("", index=t.index)).fillna("").astype(str)
     cap = (capped > 0) | reasons.map(lambda r: bool(r) and bool(int(r, 16) & 0x4))

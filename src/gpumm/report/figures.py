@@ -249,10 +249,15 @@ def claims(tables: dict, claim: str) -> None:
             by_size = (claim, r.part) in claim_tests.BY_SIZE
             key = g["size"].astype(int).astype(str) if by_size else g.variant
             bound = [claim_tests._threshold(x) for x in g.itertuples()]
+            notes = g.note.fillna("").astype(str) if "note" in g else pd.Series("", index=g.index)
+            marked = notes.str.contains("throttled")
             values = [claim_tests.shown(x, u, b) for x, u, b in zip(g.value, g.unit, bound)]
+            values = [f"{x} ⚑" if m else x for x, m in zip(values, marked)]
             held = ["yes" if h else "no" for h in g.holds.astype(bool)]
             table = pd.DataFrame([["ours", *values], ["holds", *held]], columns=["size" if by_size else "kernel", *key])
             show(table, name=f"{claim}-{r.part}")
+            if marked.any():
+                md("⚑ " + "; ".join(f"{k}: {n}" for k, n in zip(key[marked], notes[marked])) + ".")
     if (v.verdict != claim_tests.UNTESTED).sum() > 1:
         md(
             f"{claim}, statement by statement: {claim_tests.counted(v)}. A statement holds where every case of it "
