@@ -4,7 +4,9 @@ shell, style sheet and table markup, so the site reads as one document on a 1400
 - ``page``: a whole HTML document: the viewport tag (a phone lays the page out at its own width), the title, the
   style sheet, the body.
 - ``CSS``: text at a reading width (about 90 characters a line), tables and figures as wide as the page allows,
-  text columns left-aligned and number columns right-aligned, a table wider than a phone scrolling inside itself.
+  text columns left-aligned and number columns right-aligned, a table wider than a phone scrolling inside itself;
+  no text under 15 px (``--small``: tables, captions, CSV links, the links between pages, code), at any width
+  (issue 39).
 - ``table``: a table's HTML with each column marked as text or numbers.
 """
 
@@ -15,6 +17,7 @@ import pandas as pd
 
 CSS = """<style>
 html { -webkit-text-size-adjust: 100%; text-size-adjust: 100%; }
+:root { --small: .9375rem; }  /* 15 px: the smallest text, legible on a phone */
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
   font-size: 16px; line-height: 1.5; color: #1f2328; background: #fff; max-width: 80rem; margin: 0 auto;
   padding: .5rem 1.25rem 3rem; }
@@ -27,12 +30,13 @@ h3 { font-size: 1.15rem; margin: 1.4rem 0 .5rem; }
 p, li, dd, figcaption, .gpumm-text { max-width: 46rem; overflow-wrap: break-word; }
 p, ul, ol { margin: .6rem 0; }
 a { color: #0550ae; }
-code { font-size: .9em; background: #f3f4f6; padding: 0 .25em; border-radius: 3px; overflow-wrap: anywhere; }
+code { font-size: max(.9em, var(--small)); background: #f3f4f6; padding: 0 .25em; border-radius: 3px;
+  overflow-wrap: anywhere; }
 p.banner, div.banner { background: #fff3cd; border: 1px solid #e0c060; padding: .5rem .9rem; max-width: none;
   margin: .5rem 0; }
-nav, p.nav { font-size: .92rem; margin: .4rem 0 1rem; max-width: none; }
+nav, p.nav { font-size: var(--small); margin: .4rem 0 1rem; max-width: none; }
 .scroll { overflow-x: auto; max-width: 100%; margin: .6rem 0; }
-table { border-collapse: collapse; font-size: .9rem; margin: 0; max-width: 100%; }
+table { border-collapse: collapse; font-size: var(--small); margin: 0; max-width: 100%; }
 th, td { padding: .3rem .6rem; border-bottom: 1px solid #d8dee4; vertical-align: top; text-align: left; }
 th { vertical-align: bottom; font-weight: 600; overflow-wrap: break-word; }
 td { overflow-wrap: break-word; }
@@ -41,19 +45,18 @@ td.n, td:first-child { white-space: nowrap; }
 tbody tr:nth-child(even) { background: #f6f8fa; }
 table.headline td:nth-child(2) { font-weight: 600; }
 table.headline td:first-child { white-space: normal; min-width: 9rem; }
-p.csv { font-size: .85rem; margin: .2rem 0 1rem; }
+p.csv { font-size: var(--small); margin: .2rem 0 1rem; }
 figure.gpumm { margin: 1rem 0; max-width: 100%; }
 figure.gpumm img { max-width: 100%; height: auto; }
-figure.gpumm figcaption { font-size: .92rem; color: #3d444d; }
+figure.gpumm figcaption { font-size: var(--small); color: #3d444d; }
 details.code { margin: .3rem 0; max-width: 100%; }
-details.code summary { cursor: pointer; font-size: .92rem; }
+details.code summary { cursor: pointer; font-size: var(--small); }
 details.code pre { overflow-x: auto; max-width: 100%; background: #f6f8fa; border: 1px solid #d8dee4;
-  border-radius: 4px; padding: .5rem .7rem; margin: .3rem 0 .8rem; font-size: .8rem; line-height: 1.4; }
-details.code pre code { background: none; padding: 0; overflow-wrap: normal; }
+  border-radius: 4px; padding: .5rem .7rem; margin: .3rem 0 .8rem; font-size: var(--small); line-height: 1.4; }
+details.code pre code { background: none; padding: 0; overflow-wrap: normal; font-size: inherit; }
 @media (max-width: 700px) {
   body { padding: .25rem .7rem 2rem; }
   h1 { font-size: 1.5rem; } h2 { font-size: 1.25rem; }
-  table { font-size: .85rem; }
   /* a figure keeps its drawn size (its labels legible) and scrolls sideways inside its box; the caption stays */
   figure.gpumm { overflow-x: auto; }
   figure.gpumm img { max-width: none; width: auto; }
