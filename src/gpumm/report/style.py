@@ -4,9 +4,9 @@ shell, style sheet and table markup, so the site reads as one document on a 1400
 - ``page``: a whole HTML document: the viewport tag (a phone lays the page out at its own width), the title, the
   style sheet, the body.
 - ``CSS``: text at a reading width (about 90 characters a line), tables and figures as wide as the page allows,
-  text columns left-aligned and number columns right-aligned, a table wider than a phone scrolling inside itself;
-  no text under 15 px (``--small``: tables, captions, CSV links, the links between pages, code), at any width
-  (issue 39).
+  text columns left-aligned and number columns right-aligned, a table wider than a phone scrolling inside itself
+  with a shadow at the edge it scrolls to; no text under 15 px (``--small``: tables, captions, CSV links, the links
+  between pages, code), at any width (issue 39).
 - ``table``: a table's HTML with each column marked as text or numbers.
 """
 
@@ -36,13 +36,22 @@ p.banner, div.banner { background: #fff3cd; border: 1px solid #e0c060; padding: 
   margin: .5rem 0; }
 nav, p.nav { font-size: var(--small); margin: .4rem 0 1rem; max-width: none; }
 .scroll { overflow-x: auto; max-width: 100%; margin: .6rem 0; }
+/* a box that scrolls sideways shows a shadow at the edge it scrolls to: the shadows stay at the box's edges and
+   two covers of its background, scrolling with the content, hide each where the content ends (the shadows start
+   1 px in: a cover hides them whole, with no hairline, where the box's edge falls between two device pixels) */
+.scroll, details.code pre { --bg: #fff; background:
+  linear-gradient(to right, var(--bg) 40%, transparent) left / 2.5rem 100% no-repeat local,
+  linear-gradient(to left, var(--bg) 40%, transparent) right / 2.5rem 100% no-repeat local,
+  radial-gradient(farthest-side at 0 50%, rgb(0 0 0 / .22), transparent) left 1px top 0 / .8rem 100% no-repeat scroll,
+  radial-gradient(farthest-side at 100% 50%, rgb(0 0 0 / .22), transparent) right 1px top 0 / .8rem 100% no-repeat
+  scroll, var(--bg); }
 table { border-collapse: collapse; font-size: var(--small); margin: 0; max-width: 100%; }
 th, td { padding: .3rem .6rem; border-bottom: 1px solid #d8dee4; vertical-align: top; text-align: left; }
 th { vertical-align: bottom; font-weight: 600; overflow-wrap: break-word; }
 td { overflow-wrap: break-word; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 td.n, td:first-child { white-space: nowrap; }
-tbody tr:nth-child(even) { background: #f6f8fa; }
+tbody tr:nth-child(even) { background: rgb(31 35 40 / .035); }  /* #f6f8fa on white; the shadow shows through */
 table.headline td:nth-child(2) { font-weight: 600; }
 table.headline td:first-child { white-space: normal; min-width: 9rem; }
 p.csv { font-size: var(--small); margin: .2rem 0 1rem; }
@@ -51,8 +60,8 @@ figure.gpumm img { max-width: 100%; height: auto; }
 figure.gpumm figcaption { font-size: var(--small); color: #3d444d; }
 details.code { margin: .3rem 0; max-width: 100%; }
 details.code summary { cursor: pointer; font-size: var(--small); }
-details.code pre { overflow-x: auto; max-width: 100%; background: #f6f8fa; border: 1px solid #d8dee4;
-  border-radius: 4px; padding: .5rem .7rem; margin: .3rem 0 .8rem; font-size: var(--small); line-height: 1.4; }
+details.code pre { overflow-x: auto; max-width: 100%; border: 1px solid #d8dee4; border-radius: 4px;
+  padding: .5rem .7rem; margin: .3rem 0 .8rem; font-size: var(--small); line-height: 1.4; --bg: #f6f8fa; }
 details.code pre code { background: none; padding: 0; overflow-wrap: normal; font-size: inherit; }
 @media (max-width: 700px) {
   body { padding: .25rem .7rem 2rem; }
