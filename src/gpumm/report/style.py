@@ -8,6 +8,7 @@ shell, style sheet and table markup, so the site reads as one document on a 1400
   with a shadow at the edge it scrolls to; no text under 15 px (``--small``: tables, captions, CSV links, the links
   between pages, code), at any width (issue 39).
 - ``table``: a table's HTML with each column marked as text or numbers.
+- ``figure``: a chart's HTML: the image scaled to the width of its box, a link to it at full size.
 """
 
 import html
@@ -56,8 +57,16 @@ table.headline td:nth-child(2) { font-weight: 600; }
 table.headline td:first-child { white-space: normal; min-width: 9rem; }
 p.csv { font-size: var(--small); margin: .2rem 0 1rem; }
 figure.gpumm { margin: 1rem 0; max-width: 100%; }
-figure.gpumm img { max-width: 100%; height: auto; }
+figure.gpumm img { max-width: 100%; height: auto; vertical-align: top; }
 figure.gpumm figcaption { font-size: var(--small); color: #3d444d; }
+figure.gpumm a.full { display: inline-block; font-size: var(--small); margin: .1rem 0 .2rem; }
+/* the chart at full size, alone over the page, scrolling both ways; the back button or 'close' leaves it */
+.chart a.close { display: none; }
+.chart:target { position: fixed; inset: 0; z-index: 10; overflow: auto; padding: 0 .5rem .5rem; margin: 0;
+  background: #fff; }
+.chart:target img { max-width: none; }
+.chart:target a.close { display: block; position: sticky; top: 0; left: 0; width: max-content; padding: .4rem .2rem;
+  font-size: 1rem; background: #fff; }
 details.code { margin: .3rem 0; max-width: 100%; }
 details.code summary { cursor: pointer; font-size: var(--small); }
 details.code pre { overflow-x: auto; max-width: 100%; border: 1px solid #d8dee4; border-radius: 4px;
@@ -66,10 +75,6 @@ details.code pre code { background: none; padding: 0; overflow-wrap: normal; fon
 @media (max-width: 700px) {
   body { padding: .25rem .7rem 2rem; }
   h1 { font-size: 1.5rem; } h2 { font-size: 1.25rem; }
-  /* a figure keeps its drawn size (its labels legible) and scrolls sideways inside its box; the caption stays */
-  figure.gpumm { overflow-x: auto; }
-  figure.gpumm img { max-width: none; width: auto; }
-  figure.gpumm figcaption { position: sticky; left: 0; max-width: calc(100vw - 1.4rem); }
 }
 </style>
 """
@@ -110,4 +115,17 @@ def table(df: pd.DataFrame, classes: str = "", raw: bool = True, numbers: set | 
     return (
         f'<div class="scroll"><table class="{html.escape(classes)}"><thead><tr>{head}</tr></thead>'
         f"<tbody>\n{rows}\n</tbody></table></div>"
+    )
+
+
+def figure(png: str, alt: str, caption: str, ident: str) -> str:
+    """A chart's HTML: the PNG (base64) embedded and scaled to the width of its box (a phone's too); the image and a
+    'full size' hint under it link to the chart alone, at its drawn width, over the page (``#<ident>-full``, CSS
+    :target: no script, no file, no request; a data: link would be refused by Chromium), which the back button or
+    its 'close' link leaves. ``caption``: HTML."""
+    full = f"{ident}-full"
+    return (
+        f'<figure class="gpumm" id="{ident}"><div class="chart" id="{full}"><a class="close" href="#{ident}">'
+        f'close ✕</a><a href="#{full}"><img src="data:image/png;base64,{png}" alt="{html.escape(alt)}"></a></div>'
+        f'<a class="full" href="#{full}">full size</a><figcaption>{caption}</figcaption></figure>'
     )
