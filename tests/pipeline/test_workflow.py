@@ -286,33 +286,86 @@ PAGE_CHECK = """() => {
 }""".replace("__LAYOUT__", LAYOUT)
 
 
-@pytest.mark.slow
-def test_pages_read_well_in_a_browser_at_1400_px(replayed):
-    """Headless Chromium, every page (index, run page and the study pages) at 1400 px: it opens, starts with its
-    data source, links the index; no element is wider than its container; every image is embedded, non-empty and
-    has alt text; no request leaves the machine; no section heading stands without content; every study ID of the
-    page is an anchor on it; the index's headline numbers are the headline table's, and the fastest kernel's share
-    of cuBLAS is the one the summary table gives."""
-    import shutil
+MIN_PX = 15  # the smallest text on a phone (issue 39)
+READING_CHARS = 100  # characters a line of text may hold at most (about 80-100 reads well)
 
-    import pandas as pd
+# run in every page on a 390 px phone (issue 39): no text under 15 px (table cells, captions, CSV links, the links
+# between pages and code excerpts are the smallest); every image fits its box and the screen, and a chart is a link
+# to itself at full size with a visible hint; a box that scrolls sideways shows that it does
+PHONE_CHECK = """() => {
+  const LAYOUT = __LAYOUT__;
+  document.querySelectorAll('details').forEach(d => (d.open = true));  // code excerpts as a reader opens them
+  const small = [];  // every text of the page: table cells, CSV links, captions, the links between pages, code
+  const texts = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let t = texts.nextNode(); t; t = texts.nextNode()) {
+    const el = t.parentElement, size = parseFloat(getComputedStyle(el).fontSize);
+    if (t.textContent.trim() && size < MIN_PX)
+      small.push(el.tagName + ' ' + size + ' px: ' + t.textContent.trim().slice(0, 30));
+  }
+  const images = [], unlinked = [];
+  for (const img of document.images) {
+    const r = img.getBoundingClientRect(), box = img.closest('figure') || img.parentElement;
+    if (r.width > box.clientWidth + 1 || r.width > window.innerWidth || r.right > window.innerWidth + 1)
+      images.push(Math.round(r.width) + ' px in ' + box.clientWidth + ': ' + img.alt.slice(0, 40));
+    const figure = img.closest('figure'), link = img.closest('a[href]');
+    if (figure && (!link || !/full size/i.test(figure.innerText))) unlinked.push(img.alt.slice(0, 40));
+  }
+  const silent = [];  // a box that scrolls sideways with nothing to show it: a shadow at the edge, under no opaque row
+  for (const box of document.querySelectorAll('body *')) {
+    const css = getComputedStyle(box);
+    if (!['auto', 'scroll'].includes(css.overflowX) || box.scrollWidth <= box.clientWidth + 1) continue;
+    const opaque = Array.from(box.querySelectorAll('tr, th, td')).filter(
+      c => /^rgb\\(/.test(getComputedStyle(c).backgroundColor));
+    if (!css.backgroundImage.includes('gradient') || opaque.length)
+      silent.push(box.tagName + '.' + box.className + ' ' + box.scrollWidth + ' px in ' + box.clientWidth
+                  + (opaque.length ? ' (' + opaque.length + ' opaque cells)' : ''));
+  }
+  return {small, images, unlinked, silent, ...LAYOUT()};
+}""".replace("__LAYOUT__", LAYOUT).replace("MIN_PX", str(MIN_PX))
 
+
+def report_pages() -> list[str]:
+    """Every page of a report: the index, the run page and the study pages."""
+    return ["index", "run", *(p["notebook"] for p in PAGES)]
+
+
+# The kinds of report the browser tests read: the fixture that makes one, by name, and how its report folder
+# (results/report, beside results/tables) comes from the fixture's value. A measured report joins by its fixture:
+# one that yields (tree, report folder) adds "measured": lambda made: made[1].
+REPORTS = {"replayed": lambda made: made[0] / "results" / "report"}
+
+
+@pytest.fixture(params=sorted(REPORTS))
+def report(request):
+    """The report folder of one kind of report (REPORTS)."""
+    return REPORTS[request.param](request.getfixturevalue(request.param))
+
+
+def chromium() -> str:
+    """Chromium's path; the test skips, saying what to install, where Chromium or playwright is missing."""
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         pytest.skip("Chromium is not installed (Debian: apt install chromium; .ci/run installs it)")
     try:
-        from playwright.sync_api import sync_playwright
+        import playwright.sync_api  # noqa: F401
     except ImportError:
         pytest.skip("playwright is not installed: pip install -e '.[test]'")
-    tree, _ = replayed
-    report, tables = tree / "results" / "report", tree / "results" / "tables"
-    seen = {}
+    return exe
+
+
+def read_at_1400(report) -> None:
+    """Every page of ``report`` at 1400 px in headless Chromium, as test_pages_read_well_in_a_browser_at_1400_px
+    says; the headline numbers are checked against the tables beside the report (results/tables)."""
+    import pandas as pd
+    from playwright.sync_api import sync_playwright
+
+    exe, tables, seen = chromium(), report.parent / "tables", {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=exe, args=BROWSER_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         remote = []
         page.on("request", lambda r: remote.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
-        for name in ["index", "run", *(p["notebook"] for p in PAGES)]:
+        for name in report_pages():
             page.goto((report / f"{name}.html").as_uri())
             r = seen[name] = page.evaluate(PAGE_CHECK)
             assert r["first"].startswith("Data source:"), (name, r["first"][:80])
@@ -339,38 +392,82 @@ def test_pages_read_well_in_a_browser_at_1400_px(replayed):
     assert seen["index"]["headlines"]["best_share_4096"].startswith(f"{v.share.max():.1%} (95% interval")
 
 
-READING_CHARS = 100  # characters a line of text may hold at most (about 80-100 reads well)
+# the widest chart of a page, opened at full size from its hint: alone on the screen at its drawn width, its box
+# scrolling sideways; and the page again, the chart fitted, once closed
+FULL_SIZE = """() => {
+  const img = Array.from(document.images).filter(i => i.closest('figure'))
+    .sort((a, b) => b.naturalWidth - a.naturalWidth)[0];
+  if (!img) return null;
+  const hint = Array.from(img.closest('figure').querySelectorAll('a')).find(a => /full size/i.test(a.innerText));
+  return hint ? {alt: img.alt, natural: img.naturalWidth, hint: hint.getAttribute('href')} : {alt: img.alt};
+}"""
+SHOWN = """alt => {
+  const img = Array.from(document.images).find(i => i.alt === alt), r = img.getBoundingClientRect();
+  const box = img.parentElement.closest('div, figure');
+  const top = document.elementFromPoint(window.innerWidth / 2, Math.min(r.bottom, window.innerHeight) - 5);
+  const b = box.getBoundingClientRect();
+  const covers = b.left <= 0 && b.top <= 0 && b.right >= window.innerWidth && b.bottom >= window.innerHeight;
+  return {width: r.width, alone: covers && (img.contains(top) || (top && top.contains(img)) || false),
+          scrolls: box.scrollWidth > box.clientWidth + 1, page: document.documentElement.scrollWidth};
+}"""
 
 
-@pytest.mark.slow
-def test_pages_read_on_a_phone_at_390_px(replayed):
-    """Issue 28: every page on a 390 px phone lays out at the phone's width (the viewport tag): the page never
-    scrolls sideways, a table or figure wider than the screen scrolls inside its own box, and the text is legible
-    (16 px, captions and links at least 12 px)."""
-    import shutil
+def read_on_a_phone(report) -> None:
+    """Every page of ``report`` on a 390 px phone in headless Chromium, as test_pages_read_on_a_phone_at_390_px
+    says."""
+    from playwright.sync_api import sync_playwright
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.skip("Chromium is not installed (Debian: apt install chromium; .ci/run installs it)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("playwright is not installed: pip install -e '.[test]'")
-    tree, _ = replayed
-    report = tree / "results" / "report"
+    exe = chromium()
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=exe, args=BROWSER_ARGS)
         phone = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, device_scale_factor=3)
-        for name in ["index", "run", *(p["notebook"] for p in PAGES)]:
+        remote = []
+        phone.on("request", lambda r: remote.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+        for name in report_pages():
             phone.goto((report / f"{name}.html").as_uri())
-            r = phone.evaluate(LAYOUT)
+            r = phone.evaluate(PHONE_CHECK)
             assert r["viewport"].startswith("width=device-width"), name
-            assert r["pageScroll"] <= 391, (name, r["pageScroll"])
+            assert r["pageScroll"] <= 390, (name, r["pageScroll"])  # the page never scrolls sideways
             assert not r["unboxed"], (name, r["unboxed"][:3])
-            small = [line for line in r["lines"] if line[1] < 12]  # captions and CSV links are smaller than text
+            assert not r["small"], (name, f"text under {MIN_PX} px", r["small"][:5])
+            small = [line for line in r["lines"] if line[1] < MIN_PX]
             assert not small and r["bodyFont"] >= 16, (name, r["bodyFont"], small[:3])
             assert all(line[0] <= READING_CHARS for line in r["lines"]), name
+            assert not r["images"], (name, "image wider than its box or the screen", r["images"][:3])
+            assert not r["unlinked"], (name, "chart with no link to its full size and no hint", r["unlinked"][:3])
+            assert not r["silent"], (name, "box scrolls sideways with no sign of it", r["silent"][:3])
+            full = phone.evaluate(FULL_SIZE)
+            if full:  # the widest chart, opened from its hint and closed again
+                assert full.get("hint"), (name, "no full size link", full["alt"][:40])
+                phone.locator(f'a[href="{full["hint"]}"]', has_text=re.compile("full size", re.I)).first.click()
+                shown = phone.evaluate(SHOWN, full["alt"])
+                assert shown["width"] >= full["natural"] - 1 and shown["alone"], (name, shown)
+                assert (shown["scrolls"] or full["natural"] <= 390) and shown["page"] <= 390, (name, shown)
+                phone.go_back()
+                assert phone.evaluate(SHOWN, full["alt"])["width"] <= 390, name
+            assert not remote, (name, remote[:3])
         browser.close()
+
+
+@pytest.mark.slow
+def test_pages_read_well_in_a_browser_at_1400_px(report):
+    """Headless Chromium, every page (index, run page and the study pages) at 1400 px: it opens, starts with its
+    data source, links the index; no element is wider than its container; every image is embedded, non-empty and
+    has alt text; no request leaves the machine; no section heading stands without content; every study ID of the
+    page is an anchor on it; the index's headline numbers are the headline table's, and the fastest kernel's share
+    of cuBLAS is the one the summary table gives."""
+    read_at_1400(report)
+
+
+@pytest.mark.slow
+def test_pages_read_on_a_phone_at_390_px(report):
+    """Issues 28 and 39: every page on a 390 px phone (Chromium, mobile, 3 device pixels a CSS pixel) lays out at
+    the phone's width (the viewport tag) and never scrolls sideways; body text is 16 px and no text is under 15 px
+    (table cells, CSV links, captions, the links between pages and code excerpts included); every image is as wide
+    as its box at most, and the screen; a chart is a link, with a visible 'full size' hint, that shows it alone at
+    its drawn width (its box scrolling sideways) and back; a box that scrolls sideways (a wide table, an opened code
+    excerpt) shows a shadow at its edge; no request leaves the machine."""
+    read_on_a_phone(report)
 
 
 @pytest.mark.slow

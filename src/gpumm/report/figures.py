@@ -22,7 +22,7 @@ from gpumm.report.index import banner, run_words
 from gpumm.report.pages import PAGES
 from gpumm.setup import files, manifest, regimes
 
-_PAGE = {"name": "page", "count": 0, "data": None, "plot": None, "tables": None, "styles": {}}
+_PAGE = {"name": "page", "count": 0, "figures": 0, "data": None, "plot": None, "tables": None, "styles": {}}
 # a variant keeps one colour, marker and dash on a page, in every chart and panel: the first variant drawn on the
 # page takes the first style, the next new one the next (ten clearly distinct colours, then their light shades)
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
@@ -98,7 +98,7 @@ def header(tables: dict, page: str | None = None) -> None:
     the index and the other pages, the page's title and its study IDs (each a link to its section); then only
     the caveats that apply to this run (stale or missing variants, settings a replay did not use)."""
     sns.set_theme(style="whitegrid", context="notebook")
-    _PAGE.update(name=page or "page", count=0, tables=tables, styles={})
+    _PAGE.update(name=page or "page", count=0, figures=0, tables=tables, styles={})
     source = tables["source"]
     display(
         HTML(
@@ -213,7 +213,8 @@ def figure(
     runs: list[str] | None = None,
 ) -> None:
     """Show the current figure with its caption (what it shows, from which run, in which regime) and alt text, and
-    link the tidy data it was drawn from (the last size plot's by default). The image is embedded in the page.
+    link the tidy data it was drawn from (the last size plot's by default). The image is embedded in the page,
+    scaled to the width of its box, and links to itself at full size (:func:`gpumm.report.style.figure`).
     ``runs``: every run the figure draws, where it draws more than this page's run."""
     fig = plt.gcf()
     buf = io.BytesIO()
@@ -224,12 +225,9 @@ def figure(
     if runs:
         run = "runs: " + "; ".join(runs)
     words = re.sub(r"[*`]", "", caption)
-    display(
-        HTML(
-            f'<figure class="gpumm"><img src="data:image/png;base64,{src}" alt="{html.escape(alt or words)}">'
-            f'<figcaption>{html.escape(words)} <span class="run">({html.escape(run)})</span></figcaption></figure>'
-        )
-    )
+    _PAGE["figures"] += 1
+    shown = f'{html.escape(words)} <span class="run">({html.escape(run)})</span>'
+    display(HTML(style.figure(src, alt or words, shown, f"figure-{_PAGE['figures']}")))
     download(data if data is not None else _PAGE["plot"], name)
 
 
