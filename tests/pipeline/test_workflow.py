@@ -330,9 +330,9 @@ def report_pages() -> list[str]:
 
 
 # The kinds of report the browser tests read: the fixture that makes one, by name, and how its report folder
-# (results/report, beside results/tables) comes from the fixture's value. A measured report joins by its fixture:
-# one that yields (tree, report folder) adds "measured": lambda made: made[1].
-REPORTS = {"replayed": lambda made: made[0] / "results" / "report"}
+# (results/report, beside results/tables) comes from the fixture's value: the replay of the README's command, and
+# a measured report (tests/conftest.py, `measured`: real measured numbers rendered as a measured run renders them).
+REPORTS = {"replayed": lambda made: made[0] / "results" / "report", "measured": lambda made: made[1]}
 
 
 @pytest.fixture(params=sorted(REPORTS))
