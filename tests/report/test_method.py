@@ -124,3 +124,20 @@ def test_profiles_clocks_and_the_copy_size_come_from_the_run():
     assert method.copy_size({"source": {"config": {"bandwidth": {"bytes": 1 << 30}}}}) == "1 GiB"
     assert method.copy_size({"source": {"config": {"bandwidth": {"bytes": 3 << 19}}}}) == "1.5 MiB"
     assert method.copy_size({"source": {}}) == ""  # not recorded: nothing is typed in its place
+
+
+def test_one_set_is_one_set_in_the_clock_sentence():
+    """Issue 39: '1 sets' reads '1 set' (and one CPU baseline is one): an old set and a CPU baseline without a
+    clock reading."""
+    row = {"M": 64, "N": 64, "K": 64, "memory_mode": "device", "timed": "kernel", "status": "ok", "throttled": False}
+    s = pd.DataFrame(
+        [
+            {**row, "variant": "naive", "kind": "cuda", "sm_clock_min_mhz": 1980.0},
+            {**row, "variant": "old", "kind": "cuda", "sm_clock_min_mhz": None},
+            {**row, "variant": "cpu_serial", "kind": "cpu", "sm_clock_min_mhz": None},
+        ]
+    )
+    text = method.clocks({"summary": s})
+    assert "(not during 1 CPU baseline, 1 set of runs that predate the record)" in text
+    two = method.clocks({"summary": pd.concat([s, s.iloc[[1]].assign(variant="older")])})
+    assert "2 sets of runs that predate the record" in two

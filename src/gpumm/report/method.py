@@ -172,9 +172,11 @@ def clocks(tables: dict) -> str:
     else:
         cpu = int(((s.kind == "cpu") & s.sm_clock_min_mhz.isna()).sum())
         if cpu:
-            why.append(f"{cpu:,}: CPU baselines" if cpu == unread else f"{cpu:,} CPU baselines")
+            base = "CPU baselines" if cpu != 1 else "CPU baseline"
+            why.append(f"{cpu:,}: {base}" if cpu == unread else f"{cpu:,} {base}")
         if unread - cpu > 0:
-            why.append(f"{unread - cpu:,} sets of runs that predate the record")
+            old = unread - cpu
+            why.append(f"{old:,} set{'s' if old != 1 else ''} of runs that predate the record")
     text = (
         f"The SM clock was read during {len(read):,} of the {len(s):,} timed sets"
         + (f" (not during {', '.join(why)})" if why else "")
