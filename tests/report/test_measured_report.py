@@ -27,6 +27,10 @@ def test_the_index_of_a_measured_run_says_what_it_cost(measured):
     assert "Data source: MEASURED in this run on NVIDIA H100 80GB HBM3" in text
     run = json.loads(MEASURED_LOG.read_text().splitlines()[0])["run"]
     s = runrecord.summarise(runrecord.read(MEASURED_LOG, run))
+    # the fixture is that run's step log up to its index: every step of its run.json but the index and the check
+    whole = json.loads((MEASURED_LOG.parents[3] / "data" / "reference" / "h100" / "run.json").read_text())
+    assert s["steps"] == whole["steps"] - 2 and s["gpu_busy_s"] == whole["gpu_busy_s"]
+    assert 0.95 * whole["wall_s"] < s["wall_s"] <= whole["wall_s"]
     said = f"It took {s['wall_s']:.0f} s from its first step to this page, the GPU busy {s['gpu_busy_s']:.0f} s"
     assert said in text and f"over {s['steps']} steps" in text
 
