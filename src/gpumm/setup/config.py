@@ -160,6 +160,7 @@ def check(config: dict) -> list[catalog.Variant]:
     _metric_sets(config.get("profile", {}))
     _names(config, {v.id for v in variants} | {v.family for v in variants}, families)
     _paired_and_timing(config, families)
+    _model(config.get("model", {}))
     return variants
 
 
@@ -257,6 +258,14 @@ def _paired_and_timing(config: dict, families: dict) -> None:
         )
 
 
+def _model(model: dict) -> None:
+    """``model.name`` is one of ``model.models``."""
+    name, models = model.get("name"), model.get("models", {})
+    if name is not None and name not in models:
+        allowed = ", ".join(sorted(models)) or "none: model.models is empty"
+        raise ConfigError(f"config: model.name = {name!r} is not a model of model.models; allowed: {allowed}")
+
+
 def _is_variant_name(name: str, families: dict) -> bool:
     try:
         catalog.from_id(name, families)
@@ -299,8 +308,10 @@ NOT_MEASURED_KEYS = ("mode", "replay_from", "cluster", "gpus")  # where and how 
 
 
 def measured(config: dict) -> dict:
-    """The effective config without the keys that do not change the measurements."""
-    return {k: v for k, v in config.items() if k not in NOT_MEASURED_KEYS}
+    """The effective config without the keys that do not change the measurements (and without the model section
+    while it is off: a run that times no model layer measures the same whatever it names)."""
+    off = not (config.get("model") or {}).get("enabled")
+    return {k: v for k, v in config.items() if k not in NOT_MEASURED_KEYS and not (k == "model" and off)}
 
 
 def digest(config: dict) -> str:
