@@ -1,10 +1,11 @@
-"""The decode end of a real model's layers on one GPU (issue 40, step 2 exploration): the weight-streaming kernel
-(stream.cu) against cuBLAS BF16 at M = 1 and 16 tokens, every layer of the configuration's model, weights cold and
-warm, each held to the DRAM bound of its shape (gpumm.analyse.model).
+"""The decode end of a real model's layers on one GPU (issue 40, step 2 exploration): the weight-streaming
+kernels (stream.cu: a warp per ROWS rows, or a block of warps splitting K per ROWS rows) against cuBLAS BF16 at M = 1
+and 16 tokens, every layer of the configuration's model, weights cold and warm, each held to the DRAM bound of its
+shape (gpumm.analyse.model).
 
     python tools/model/run.py CUBIN OUT_DIR [--tokens 1,16]
 
-Per shape: both kernels verified first, output poisoned with NaN: the exact check (small integers, exact in BF16
+Per shape: every kernel verified first, output poisoned with NaN: the exact check (small integers, exact in BF16
 and in FP32 sums) and the rounding check (random BF16 values) against the float64 product, on the GPU; a kernel
 that fails is reported, not timed. Then timed in CUDA graphs of L launches, each launch on the next of C copies of
 the weight (cold: C copies over at least 3 times the L2, so no launch finds its weight in the L2; warm: one copy),
@@ -28,7 +29,11 @@ sys.path.insert(0, str(ROOT / "src"))
 from gpumm.analyse import model  # noqa: E402
 from gpumm.run import verify  # noqa: E402
 
-CHOICE = {1: ("stream_m1_r8", 8), 16: ("stream_m16_r4", 4)}  # token count: kernel, rows of W per warp
+# token count: the candidates (kernel, how it is launched: a warp or a block of 8 warps per ROWS rows, ROWS)
+CANDIDATES = {
+    1: [("stream_m1_r8", "warp", 8), ("split_m1_r4_w8", "block", 4), ("split_m1_r2_w8", "block", 2)],
+    16: [("stream_m16_r4", "warp", 4), ("split_m16_r2_w8", "block", 2), ("split_m16_r1_w8", "block", 1)],
+}
 SAMPLES, WARMUP = 15, 3
 
 
@@ -47,19 +52,26 @@ def copy_rate(cupy) -> float:
     return 2 * a.nbytes / (float(np.median(times[2:])) * 1e-3)
 
 
-def launchers(cupy, fn, rows: int, m: int, n: int, k: int):
-    """(name, bind(A, W, C) -> launch) of the streaming kernel and of cuBLAS BF16 (FP32 out, FP32 compute)."""
+def launchers(cupy, mod, m: int, n: int, k: int):
+    """(name, bind(A, W, C) -> launch) of each streaming candidate for m tokens and of cuBLAS BF16 (FP32 out and
+    compute)."""
     from gpumm.run.launch import Launcher
     from gpumm.setup import catalog
 
-    def stream(A, W, C):
-        warps = -(-n // rows)
-        grid = (-(-warps * 32 // 256),)
-        args = (A, W, C, np.int32(n), np.int32(k))
-        return lambda: fn(grid, (256,), args)
+    def candidate(name: str, kind: str, rows: int):
+        fn = mod.get_function(name)
+        units = math.ceil(n / rows)  # blocks, or warps (8 to a block of 256 threads)
+        grid = (units,) if kind == "block" else (math.ceil(units / 8),)
+
+        def bind(A, W, C):
+            args = (A, W, C, np.int32(n), np.int32(k))
+            return lambda: fn(grid, (256,), args)
+
+        return name, bind
 
     lib = Launcher(catalog.from_id("cublas_bf16"))
-    return [("stream", stream), ("cublas_bf16", lambda A, W, C: lib.bind(A, W, C, scratch=cupy.empty))]
+    found = [candidate(*c) for c in CANDIDATES[m]]
+    return [*found, ("cublas_bf16", lambda A, W, C: lib.bind(A, W, C, scratch=cupy.empty))]
 
 
 def verified(cupy, bind, m: int, n: int, k: int) -> str:
@@ -124,11 +136,10 @@ def main() -> None:
     rows, samples = [], []
     for s in b.itertuples():
         m, n, k = int(s.M), int(s.N), int(s.K)
-        fn_name, per_warp = CHOICE[m]
         A = verify.bf16_random_inputs(11, m, 8, k, cupy)[0]
         weight = verify.bf16_random_inputs(13, 8, n, k, cupy)[1]
         cold = [weight] + [weight.copy() for _ in range(max(1, math.ceil(3 * l2 / weight.nbytes)))]
-        for kernel, bind in launchers(cupy, mod.get_function(fn_name), per_warp, m, n, k):
+        for kernel, bind in launchers(cupy, mod, m, n, k):
             why = verified(cupy, bind, m, n, k)
             if why:
                 rows.append(

@@ -86,3 +86,83 @@ STREAM(1, 4)
 STREAM(1, 8)
 STREAM(16, 2)
 STREAM(16, 4)
+
+// Split-K inside a block, for layers whose rows alone give too few warps (4096 rows in warps of 8 rows: 512 warps,
+// under four per SM): a block of WARPS warps owns ROWS rows, its warps take turns along K (warp w the steps w,
+// w + WARPS, ...), and the warps' sums meet in shared memory. Every block keeps WARPS x ROWS loads of 16 bytes in
+// flight per lane step, whatever N is.
+template <int M, int ROWS, int WARPS>
+__device__ __forceinline__ void split_rows(const uint16_t *__restrict__ A, const uint16_t *__restrict__ W,
+                                           float *__restrict__ C, int N, int K)
+{
+    __shared__ float part[WARPS][ROWS][M];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int n0 = blockIdx.x * ROWS;
+    float acc[ROWS][M];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+#pragma unroll
+        for (int m = 0; m < M; ++m) {
+            acc[r][m] = 0.0f;
+        }
+    }
+#pragma unroll 2
+    for (int k = (warp * 32 + lane) * 8; k < K; k += WARPS * 32 * 8) {
+        float w[ROWS][8];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const int n = n0 + r < N ? n0 + r : N - 1;
+            unpack8(__ldcs(reinterpret_cast<const uint4 *>(W + (size_t)n * K + k)), w[r]);
+        }
+#pragma unroll
+        for (int m = 0; m < M; ++m) {
+            float a[8];
+            unpack8(__ldg(reinterpret_cast<const uint4 *>(A + (size_t)m * K + k)), a);
+#pragma unroll
+            for (int r = 0; r < ROWS; ++r) {
+#pragma unroll
+                for (int j = 0; j < 8; ++j) {
+                    acc[r][m] = fmaf(a[j], w[r][j], acc[r][m]);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+#pragma unroll
+        for (int m = 0; m < M; ++m) {
+            float v = acc[r][m];
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) {
+                v += __shfl_xor_sync(0xffffffffu, v, off);
+            }
+            if (lane == 0) {
+                part[warp][r][m] = v;
+            }
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < ROWS * M; i += blockDim.x) {
+        const int r = i / M, m = i % M;
+        float v = 0.0f;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) {
+            v += part[w][r][m];
+        }
+        if (n0 + r < N) {
+            C[(size_t)m * N + n0 + r] = v;
+        }
+    }
+}
+
+#define SPLIT(M, ROWS, WARPS)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(WARPS * 32) split_m##M##_r##ROWS##_w##WARPS(                  \
+        const uint16_t *__restrict__ A, const uint16_t *__restrict__ W, float *__restrict__ C, int N, int K)  \
+    {                                                                                                          \
+        split_rows<M, ROWS, WARPS>(A, W, C, N, K);                                                             \
+    }
+
+SPLIT(1, 4, 8)
+SPLIT(1, 2, 8)
+SPLIT(16, 2, 8)
+SPLIT(16, 1, 8)
