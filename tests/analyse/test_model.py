@@ -102,3 +102,14 @@ def test_a_model_section_that_is_off_changes_no_digest_and_no_replays_settings(c
     on = copy.deepcopy(cfg)
     on["model"]["enabled"] = True
     assert config.digest(on) != config.digest(cfg) and "model" in config.measured(on)
+
+
+def test_a_config_without_the_model_section_is_valid_and_one_that_turns_it_on_without_models_is_not(cfg):
+    c = {k: v for k, v in copy.deepcopy(cfg).items() if k != "model"}
+    assert config.explain(c) is None
+    # as tools/parallel-check.yaml gives it: no model section, so the schema's defaults (a name, no models)
+    c["model"] = {"enabled": False, "name": "llama3-8b", "tokens": [1], "models": {}}
+    config.check(c)
+    c["model"] = {"enabled": True, "name": "llama3-8b", "models": {}}
+    with pytest.raises(config.ConfigError, match="model.models is empty"):
+        config.check(c)

@@ -259,9 +259,10 @@ def _paired_and_timing(config: dict, families: dict) -> None:
 
 
 def _model(model: dict) -> None:
-    """``model.name`` is one of ``model.models``."""
+    """``model.name`` is one of ``model.models`` (where the model is on, or models are given: a config without
+    the section, such as tools/parallel-check.yaml, takes the schema's defaults, no model and a default name)."""
     name, models = model.get("name"), model.get("models", {})
-    if name is not None and name not in models:
+    if (model.get("enabled") or models) and name not in models:
         allowed = ", ".join(sorted(models)) or "none: model.models is empty"
         raise ConfigError(f"config: model.name = {name!r} is not a model of model.models; allowed: {allowed}")
 
