@@ -21,16 +21,12 @@ __device__ __forceinline__ void unpack8(uint4 v, float f[8])
     unpack(v.w, f[6], f[7]);
 }
 
+// The weight rows n0 .. n0 + ROWS - 1 against the M rows of A over the steps k = first, first + step, ...: each step
+// one 16-byte load per row (read once) and per token (through the L1), FP32 sums in acc.
 template <int M, int ROWS>
-__device__ __forceinline__ void stream_rows(const uint16_t *__restrict__ A, const uint16_t *__restrict__ W,
-                                            float *__restrict__ C, int N, int K)
+__device__ __forceinline__ void walk(const uint16_t *__restrict__ A, const uint16_t *__restrict__ W, int N, int K,
+                                     int n0, int first, int step, float (&acc)[ROWS][M])
 {
-    const int lane = threadIdx.x & 31;
-    const int n0 = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * ROWS;
-    if (n0 >= N) {
-        return;
-    }
-    float acc[ROWS][M];
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
 #pragma unroll
@@ -39,7 +35,7 @@ __device__ __forceinline__ void stream_rows(const uint16_t *__restrict__ A, cons
         }
     }
 #pragma unroll 2
-    for (int k = lane * 8; k < K; k += 32 * 8) {
+    for (int k = first; k < K; k += step) {
         float w[ROWS][8];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
@@ -59,15 +55,33 @@ __device__ __forceinline__ void stream_rows(const uint16_t *__restrict__ A, cons
             }
         }
     }
+}
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    }
+    return v;
+}
+
+template <int M, int ROWS>
+__device__ __forceinline__ void stream_rows(const uint16_t *__restrict__ A, const uint16_t *__restrict__ W,
+                                            float *__restrict__ C, int N, int K)
+{
+    const int lane = threadIdx.x & 31;
+    const int n0 = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * ROWS;
+    if (n0 >= N) {
+        return;
+    }
+    float acc[ROWS][M];
+    walk<M, ROWS>(A, W, N, K, n0, lane * 8, 32 * 8, acc);
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
 #pragma unroll
         for (int m = 0; m < M; ++m) {
-            float v = acc[r][m];
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) {
-                v += __shfl_xor_sync(0xffffffffu, v, off);
-            }
+            const float v = warp_sum(acc[r][m]);
             if (lane == 0 && n0 + r < N) {
                 C[(size_t)m * N + n0 + r] = v;
             }
@@ -99,43 +113,12 @@ __device__ __forceinline__ void split_rows(const uint16_t *__restrict__ A, const
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int n0 = blockIdx.x * ROWS;
     float acc[ROWS][M];
+    walk<M, ROWS>(A, W, N, K, n0, (warp * 32 + lane) * 8, WARPS * 32 * 8, acc);
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
 #pragma unroll
         for (int m = 0; m < M; ++m) {
-            acc[r][m] = 0.0f;
-        }
-    }
-#pragma unroll 2
-    for (int k = (warp * 32 + lane) * 8; k < K; k += WARPS * 32 * 8) {
-        float w[ROWS][8];
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r) {
-            const int n = n0 + r < N ? n0 + r : N - 1;
-            unpack8(__ldcs(reinterpret_cast<const uint4 *>(W + (size_t)n * K + k)), w[r]);
-        }
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-            float a[8];
-            unpack8(__ldg(reinterpret_cast<const uint4 *>(A + (size_t)m * K + k)), a);
-#pragma unroll
-            for (int r = 0; r < ROWS; ++r) {
-#pragma unroll
-                for (int j = 0; j < 8; ++j) {
-                    acc[r][m] = fmaf(a[j], w[r][j], acc[r][m]);
-                }
-            }
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < ROWS; ++r) {
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-            float v = acc[r][m];
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) {
-                v += __shfl_xor_sync(0xffffffffu, v, off);
-            }
+            const float v = warp_sum(acc[r][m]);
             if (lane == 0) {
                 part[warp][r][m] = v;
             }
