@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpumm.run import memo, verify
+from gpumm.setup import regimes
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Operation:
     unit = ""  # the rate the report shows: GFLOP/s or GB/s
     memory_modes = False  # runs under every memory mode of the config (else device only)
     end_to_end = False  # also timed with its host-to-device copies
-    footprint = 8  # bytes of its arrays at square size n, over n² (for the profile's regime)
+    footprint = regimes.FOOTPRINT["transpose"]  # bytes of its arrays at square size n, over n² (the regime)
 
     def shapes(self, config: dict) -> list[tuple[int, int, int]]:
         raise NotImplementedError
@@ -76,7 +77,7 @@ class Matmul(Operation):
     unit = "GFLOP/s"
     memory_modes = True
     end_to_end = True
-    footprint = 12  # A, B and C
+    footprint = regimes.FOOTPRINT["product"]  # A, B and C
 
     def shapes(self, config):
         return _shapes(config["sizes"], config.get("shapes", []), lambda s: (s, s, s))
@@ -142,7 +143,7 @@ class MatmulBF16(Matmul):
     name = "matmul_bf16"
     memory_modes = False
     end_to_end = False
-    footprint = 8  # A and Bt in two bytes, C in four
+    footprint = regimes.FOOTPRINT["bf16"]  # A and Bt in two bytes, C in four
 
     def shapes(self, config):
         b = config.get("bf16", {})

@@ -17,6 +17,7 @@ Pure functions, tested on the CPU.
 DRAM_FACTOR = 3
 CACHED_FACTOR = 0.5
 # bytes per n² of each operation's arrays: FP32 A, B and C; BF16 A and B with FP32 C; a transpose's input and output
+# (gpumm.run.operations takes each operation's footprint from here)
 FOOTPRINT = {"product": 12, "bf16": 8, "transpose": 8}
 
 
