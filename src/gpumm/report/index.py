@@ -12,16 +12,17 @@ import csv
 import functools
 import html
 import json
+import math
 import os
 from pathlib import Path
 
 import pandas as pd
 
-from gpumm.analyse import claims
+from gpumm.analyse import claims, tensor
 from gpumm.archive import runrecord
 from gpumm.report import labels, style
 from gpumm.report.pages import PAGES
-from gpumm.setup import files, hardware, paths
+from gpumm.setup import files, paths
 
 START_HERE = [
     ("ladder", "race", "how far hand-written FP32 kernels get against cuBLAS, rung by rung, and why"),
@@ -238,7 +239,7 @@ def _failed_pages(status: Path | None) -> str:
 def _peak_ratio(gpu: dict) -> str:
     """The tensor-core BF16 peak over the FP32 peak of the run's GPU, both at its recorded clock ('16×'), the one
     number every page gives for it; 'many times' for a GPU whose tensor peak is not known."""
-    r = hardware.tensor_bf16_peak(gpu) / hardware.fp32_peak(gpu)
+    r = tensor.roofs(gpu, math.nan)["ratio"]
     return f"{r:.0f}×" if r == r else "many times"
 
 

@@ -49,26 +49,27 @@ TENSOR_BF16_FLOPS_PER_SM = {(9, 0): 4096}
 VENDOR_TENSOR_MHZ = {(9, 0): 1830}
 
 
-def vendor_tensor_bf16(gpu: dict) -> tuple[float, float]:
-    """(NVIDIA's dense BF16 figure for this GPU in flop/s, the SM clock in MHz it is stated at); nans if unknown."""
+def _capability(gpu: dict) -> tuple[int, ...] | None:
+    """(major, minor) of the GPU's compute capability; None where the provenance does not say it as 'M.m'."""
     try:
-        cc = tuple(int(x) for x in str(gpu.get("compute_capability", "0.0")).split("."))
+        return tuple(int(x) for x in str(gpu.get("compute_capability", "0.0")).split("."))
     except ValueError:
+        return None
+
+
+def vendor_tensor_bf16(gpu: dict) -> tuple[float, float]:
+    """(NVIDIA's dense BF16 figure for this GPU in flop/s, the SM clock in MHz it is stated at): the peak of
+    :func:`tensor_bf16_peak` at that clock; nans if unknown."""
+    mhz = VENDOR_TENSOR_MHZ.get(_capability(gpu))
+    if mhz is None:
         return math.nan, math.nan
-    mhz, per_sm = VENDOR_TENSOR_MHZ.get(cc), TENSOR_BF16_FLOPS_PER_SM.get(cc)
-    if mhz is None or per_sm is None or not gpu.get("sm_count"):
-        return math.nan, math.nan
-    return gpu["sm_count"] * per_sm * mhz * 1e6, float(mhz)
+    return tensor_bf16_peak({**gpu, "sm_clock_khz": mhz * 1000}), float(mhz)
 
 
 def tensor_bf16_peak(gpu: dict) -> float:
     """Dense BF16 tensor-core peak in flop/s (FP32 accumulation): SMs x flops per clock per SM x SM clock; nan for
     a GPU this table does not know."""
-    try:
-        major, minor = (int(x) for x in str(gpu.get("compute_capability", "0.0")).split("."))
-    except ValueError:
-        return math.nan
-    per_sm = TENSOR_BF16_FLOPS_PER_SM.get((major, minor))
+    per_sm = TENSOR_BF16_FLOPS_PER_SM.get(_capability(gpu))
     if per_sm is None or not gpu.get("sm_count") or not gpu.get("sm_clock_khz"):
         return math.nan
     return gpu["sm_count"] * per_sm * gpu["sm_clock_khz"] * 1e3
