@@ -138,11 +138,12 @@ def cmd_index(args):
     import pandas as pd
 
     from gpumm.report import index as report
+    from gpumm.report import runpage
 
     _tables(args.tables)
-    report.write(
-        Path(args.tables), Path(args.out).parent, pd.read_csv(paths.STUDIES), Path(args.status) if args.status else None
-    )
+    out = Path(args.out).parent
+    report.write(Path(args.tables), out, pd.read_csv(paths.STUDIES), Path(args.status) if args.status else None)
+    runpage.write(Path(args.tables), out)
 
 
 def cmd_docs(args):

@@ -1,11 +1,9 @@
-"""The report's front page and its run page, and the data-source line every page starts with.
+"""The report's front page, and the data-source line and links every page starts with.
 
 - ``index.html`` leads: what the study is, the run (GPU, date, commit, what it cost), the headline numbers
   (each from the tables, linked to the section that shows it), a short path through the pages, every page and
   study ID linked to its section.
-- ``run.html`` holds the bookkeeping: how the numbers were taken (written from the run's own records,
-  :mod:`gpumm.report.method`), the settings a replay did not use, the variants, the profiles' status, the
-  provenance and the digests.
+- ``run.html``, the bookkeeping, is :mod:`gpumm.report.runpage`'s.
 """
 
 import csv
@@ -94,7 +92,13 @@ def table_html(df: pd.DataFrame, raw_html: tuple[str, ...] = (), classes: str = 
     return style.table(shown, classes=classes)
 
 
-def _page(title: str, source: dict, body: str) -> str:
+def replayed(source: dict) -> bool:
+    """Whether the run's numbers are an archive's, replayed (else measured here)."""
+    return source.get("data_source", {}).get("mode") == "replay"
+
+
+def page_html(title: str, source: dict, body: str) -> str:
+    """A page of the report with the data-source line and the links every page starts with."""
     links = " · ".join(f'<a href="{p["notebook"]}.html">{html.escape(p["short"])}</a>' for p in PAGES)
     nav = f'<nav><a href="index.html">Report index</a> · <a href="run.html">This run</a> · {links}</nav>'
     return style.page(title, f"{banner_html(source)}\n{nav}\n{body}")
@@ -134,21 +138,18 @@ def study_cost(costs: pd.DataFrame | None) -> str:
 def _this_run(source: dict, costs: pd.DataFrame) -> str:
     gpu = source.get("gpu", {})
     ds = source.get("data_source", {})
-    archive = Path(str(ds.get("archive", ""))).name
-    cost = costs[costs.archive == archive] if len(costs) and "archive" in costs else pd.DataFrame()
-    spent = (
-        f" The whole study took {cost.wall_s.iloc[0]:.0f} s there, the GPU busy {cost.gpu_busy_share.iloc[0]:.0%} "
-        "of it."
-        if len(cost)
-        else ""
-    )
-    if ds.get("mode") != "replay":
-        spent = _measured_cost()
-    where = (
-        f"replayed from <code>{html.escape(str(ds.get('archive')))}</code>, measured"
-        if ds.get("mode") == "replay"
-        else "measured in this run"
-    )
+    if replayed(source):  # what the archived run cost, from its run.json
+        where = f"replayed from <code>{html.escape(str(ds.get('archive')))}</code>, measured"
+        archive = Path(str(ds.get("archive", ""))).name
+        cost = costs[costs.archive == archive] if len(costs) and "archive" in costs else pd.DataFrame()
+        spent = (
+            f" The whole study took {cost.wall_s.iloc[0]:.0f} s there, the GPU busy "
+            f"{cost.gpu_busy_share.iloc[0]:.0%} of it."
+            if len(cost)
+            else ""
+        )
+    else:
+        where, spent = "measured in this run", _measured_cost()
     return (
         f"<p>The numbers are {where} on an <b>{html.escape(str(gpu.get('name', '?')))}</b> "
         f"({gpu.get('sm_count', '?')} SMs, driver {html.escape(str(gpu.get('driver', '?')))}) on "
@@ -244,8 +245,8 @@ def _peak_ratio(gpu: dict) -> str:
 
 
 def write(tables: Path, out_dir: Path, studies: pd.DataFrame, status: Path | None = None) -> None:
-    """results/report/index.html and run.html from the tables; ``status``: the pages step's record of the pages it
-    could not make (named at the top of the front page)."""
+    """results/report/index.html from the tables (run.html: gpumm.report.runpage); ``status``: the pages step's
+    record of the pages it could not make (named at the top of the front page)."""
     source = json.loads((tables / "source.json").read_text())
     costs = read_table(tables, "study_cost")
     heads = read_table(tables, "headlines")
@@ -289,9 +290,4 @@ second on the tensor cores (BF16) against cuBLAS BF16.</p>
 {study_cost(costs)}
 """
     title = "How memory decides the speed of GPU matrix multiply — report"
-    files.write_text(out_dir / "index.html", _page(title, source, body))
-    from gpumm.report import runpage  # the run page's module reads this one's helpers
-
-    files.write_text(
-        out_dir / "run.html", _page("This run: how the numbers were taken", source, runpage.body(tables, source))
-    )
+    files.write_text(out_dir / "index.html", page_html(title, source, body))

@@ -4,13 +4,15 @@ A replay's page says which variants are stale for this checkout; a measured run'
 """
 
 import html
+import json
 import re
 from pathlib import Path
 
 import pandas as pd
 
 from gpumm.report import labels, method
-from gpumm.report.index import id_links, read_table, table_html
+from gpumm.report.index import id_links, page_html, read_table, replayed, table_html
+from gpumm.setup import files
 
 
 def _anchor(heading: str) -> str:
@@ -89,7 +91,7 @@ def _digests(source: dict) -> pd.DataFrame:
     """Each variant's digest: in a replay as the archive certifies it, beside this checkout's; in a measured run
     the one it was measured with (the checkout's own: no second column to compare)."""
     digests, now = source.get("variant_digests", {}), source.get("variant_digests_now", {})
-    if not _replayed(source):
+    if not replayed(source):
         return pd.DataFrame([{"variant": k, "digest (measured with)": d} for k, d in digests.items()])
     return pd.DataFrame(
         [
@@ -99,13 +101,9 @@ def _digests(source: dict) -> pd.DataFrame:
     )
 
 
-def _replayed(source: dict) -> bool:
-    return source.get("data_source", {}).get("mode") == "replay"
-
-
 def _variant_words(source: dict, noted: bool) -> str:
     """What the variants table's notes mean: stale and not measured exist only in a replay."""
-    if not _replayed(source):
+    if not replayed(source):
         return (
             "In the ladder's order, each with the study IDs of its family (a family's builds share them), all "
             "measured in this run."
@@ -119,7 +117,7 @@ def _variant_words(source: dict, noted: bool) -> str:
 
 
 def _digest_words(source: dict) -> str:
-    if not _replayed(source):
+    if not replayed(source):
         return (
             "A digest covers a variant's code (its source and includes, comments and blank space left out), its "
             "catalog entry and the measurement method's version: an archive of this run certifies its numbers for "
@@ -164,3 +162,11 @@ def body(tables: Path, source: dict) -> str:
 <p>{_digest_words(source)}</p>
 {table_html(dig) if len(dig) else "<p>(none recorded)</p>"}
 """
+
+
+def write(tables: Path, out_dir: Path) -> None:
+    """results/report/run.html from the tables."""
+    source = json.loads((tables / "source.json").read_text())
+    files.write_text(
+        out_dir / "run.html", page_html("This run: how the numbers were taken", source, body(tables, source))
+    )
