@@ -352,3 +352,11 @@ def test_the_peak_ratio_is_one_number_at_the_recorded_clock_with_the_vendors_bes
     assert index._peak_ratio(H100) == "16×"
     assert index._peak_ratio({"compute_capability": "8.0", "sm_count": 108, "sm_clock_khz": 1410000}) == "many times"
     assert "fifteen" not in str(index.START_HERE)
+
+
+def test_a_levels_bandwidth_comes_from_the_hierarchy_table_in_bytes_per_second():
+    levels = pd.DataFrame({"level": ["DRAM", "L2"], "median_gbs": [3100.0, 6721.0]})
+    assert roofline.level_bandwidth(levels) == pytest.approx(6721e9)
+    assert roofline.level_bandwidth(levels, "DRAM") == pytest.approx(3100e9)
+    assert math.isnan(roofline.level_bandwidth(levels, "shared"))
+    assert math.isnan(roofline.level_bandwidth(pd.DataFrame(columns=["level", "median_gbs"])))

@@ -45,6 +45,14 @@ def attainable(intensity: float, peak: float, bandwidth: float) -> float:
     return min(peak, intensity * bandwidth)
 
 
+def level_bandwidth(levels: pd.DataFrame, level: str = "L2") -> float:
+    """A memory level's bandwidth in byte/s from the hierarchy study's table (``hierarchy_bandwidth``: level,
+    median_gbs); nan where the run has no such level."""
+    if not len(levels):
+        return math.nan
+    return float(levels.set_index("level").median_gbs.get(level, math.nan)) * 1e9
+
+
 def ridge(peak: float, bandwidth: float) -> float:
     """The intensity (flop/byte) where the bandwidth roof meets the compute roof."""
     return peak / bandwidth if peak > 0 and bandwidth > 0 else math.nan

@@ -30,7 +30,7 @@ from gpumm.analyse.summary import summarise, verification
 from gpumm.archive import reference
 from gpumm.build import loops
 from gpumm.run import operations
-from gpumm.setup import catalog, files, hardware, manifest, paths
+from gpumm.setup import catalog, files, hardware, manifest, paths, regimes
 from gpumm.setup.catalog import Variant
 
 # the columns the pages read from the tables built row by row: a run of a subset (config `only`) without a CUDA
@@ -170,15 +170,14 @@ def _rooflines_and_claims(variants: list[Variant], raw: dict, tables: dict) -> d
     """The FP32 and BF16 rooflines (the measured device copy and L2 as memory roofs), the claims, CGMA."""
     summary, profiles, gpu = tables["summary"], raw["profiles"], raw["gpu"]
     d2d = tables["bandwidth"].set_index("transfer").median_gbs.get("device_to_device", np.nan)
-    levels = tables["hierarchy_bandwidth"]
-    l2 = levels.set_index("level").median_gbs.get("L2", np.nan) if len(levels) else np.nan
+    l2 = roofline.level_bandwidth(tables["hierarchy_bandwidth"])
     out, checks = {}, []
     for name, op, peak in (  # the race on the tensor cores under its own roof; a roof a kernel beats: a failed check
         ("roofline", "matmul", hardware.fp32_peak(gpu)),
         ("bf16_roofline", tensor.OP, hardware.tensor_bf16_peak(gpu)),
     ):
         ids = [v.id for v in variants if v.op == op]
-        pts = roofline.points(summary[summary.variant.isin(ids)], profiles, peak, d2d * 1e9, l2 * 1e9)
+        pts = roofline.points(summary[summary.variant.isin(ids)], profiles, peak, d2d * 1e9, l2)
         out[name], failed = roofline.split(pts)
         checks.append(failed.assign(table=name))
     out["roof_checks"] = pd.concat(checks, ignore_index=True)[["table", *roofline.CHECK_COLUMNS]]
@@ -249,7 +248,7 @@ def _legacy_coalescing(df: pd.DataFrame, l2: float) -> pd.DataFrame:
     df["working_set_bytes"] = ws
     df["batch"] = 1
     ratio = ws / l2 if l2 == l2 else np.full(len(df), np.nan)
-    df["regime"] = np.select([ratio <= 0.5, ratio >= 3], ["l2", "dram"], "mixed")
+    df["regime"] = np.select([ratio <= regimes.CACHED_FACTOR, ratio >= regimes.DRAM_FACTOR], ["l2", "dram"], "mixed")
     return df
 
 
