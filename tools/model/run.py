@@ -24,15 +24,23 @@ import pandas as pd
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+PINGPONG = ROOT / "results" / "tools-model" / "bf16_pingpong.cubin"
 sys.path.insert(0, str(ROOT / "src"))
 
 from gpumm.analyse import model  # noqa: E402
 from gpumm.run import verify  # noqa: E402
 
-# token count: the candidates (kernel, how it is launched: a warp or a block of 8 warps per ROWS rows, ROWS)
+# token count: the candidates (kernel, how it is launched: a warp or a block of 8 warps per ROWS rows, ROWS; or
+# "mma": a block of WARPS warps per 16 rows, taking M) and the race's rungs, bf16_pingpong from its built cubin
 CANDIDATES = {
-    1: [("stream_m1_r8", "warp", 8), ("split_m1_r4_w8", "block", 4), ("split_m1_r2_w8", "block", 2)],
-    16: [("stream_m16_r4", "warp", 4), ("split_m16_r2_w8", "block", 2), ("split_m16_r1_w8", "block", 1)],
+    1: [("split_m1_r2_w8", "block", 2), ("split_m1_r1_w8", "block", 1), ("split_m1_r2_w16", "block16", 2)]
+    + [("split_m1_r4_w16", "block16", 4), ("mma_t1_w8_u4", "mma", 8), ("mma_t1_w16_u2", "mma", 16)]
+    + [("mma_t1_w16_u4", "mma", 16), ("mma_t1_w32_u2", "mma", 32), ("mma_t1_w8_u2_pipe", "mma", 8)]
+    + [("mma_t1_w16_u2_pipe", "mma", 16)],
+    16: [("mma_t2_w8_u2", "mma", 8), ("mma_t2_w16_u2", "mma", 16), ("mma_t2_w32_u2", "mma", 32)]
+    + [("mma_t2_w8_u2_pipe", "mma", 8), ("mma_t2_w16_u2_pipe", "mma", 16), ("mma_t2_w16_u1_pipe", "mma", 16)],
+    64: [("mma_t8_w8_u2", "mma", 8), ("mma_t8_w16_u1_pipe", "mma", 16), ("mma_t8_w8_u1_pipe", "mma", 8)]
+    + [("bf16_pingpong", "race", 0)],
 }
 SAMPLES, WARMUP = 15, 3
 
@@ -59,19 +67,56 @@ def launchers(cupy, mod, m: int, n: int, k: int):
     from gpumm.setup import catalog
 
     def candidate(name: str, kind: str, rows: int):
+        if kind == "race":
+            race = Launcher(catalog.from_id(name), Path(PINGPONG))
+            return name, lambda A, W, C: race.bind(A, W, C)
         fn = mod.get_function(name)
+        if kind == "mma":  # rows: warps per block of 16 rows
+            grid, block = (math.ceil(n / 16),), (32 * rows,)
+
+            def bind_mma(A, W, C):
+                args = (A, W, C, np.int32(m), np.int32(n), np.int32(k))
+                return lambda: fn(grid, block, args)
+
+            return name, bind_mma
         units = math.ceil(n / rows)  # blocks, or warps (8 to a block of 256 threads)
-        grid = (units,) if kind == "block" else (math.ceil(units / 8),)
+        grid = (units,) if kind.startswith("block") else (math.ceil(units / 8),)
+        block = (512,) if kind == "block16" else (256,)
 
         def bind(A, W, C):
             args = (A, W, C, np.int32(n), np.int32(k))
-            return lambda: fn(grid, (256,), args)
+            return lambda: fn(grid, block, args)
 
         return name, bind
 
     lib = Launcher(catalog.from_id("cublas_bf16"))
     found = [candidate(*c) for c in CANDIDATES[m]]
     return [*found, ("cublas_bf16", lambda A, W, C: lib.bind(A, W, C, scratch=cupy.empty))]
+
+
+def read_rate(cupy, mod) -> float:
+    """The best read-only stream (read_u4, read_u8 of stream.cu at 4 to 16 blocks of 256 threads per SM) over 2 GiB:
+    bytes read per second, median of 10 after 2 warm-ups."""
+    n = 1 << 27  # 16-byte words
+    p = cupy.ones(4 * n, dtype=cupy.uint32)
+    out = cupy.zeros(1, dtype=cupy.uint32)
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    best = 0.0
+    for name in ("read_u4", "read_u8", "span_u4", "span_u8"):
+        fn = mod.get_function(name)
+        for per_sm in (2, 4, 8, 16):
+            times = []
+            for _ in range(12):
+                s, e = cupy.cuda.Event(), cupy.cuda.Event()
+                s.record()
+                fn((sms * per_sm,), (256,), (p, np.uint64(n), out))
+                e.record()
+                e.synchronize()
+                times.append(cupy.cuda.get_elapsed_time(s, e))
+            rate = p.nbytes / (float(np.median(times[2:])) * 1e-3)
+            print(f"read stream {name} x {per_sm} blocks per SM: {rate / 1e9:,.0f} GB/s", flush=True)
+            best = max(best, rate)
+    return best
 
 
 def verified(cupy, bind, m: int, n: int, k: int) -> str:
@@ -121,7 +166,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("cubin")
     p.add_argument("out")
-    p.add_argument("--tokens", default="1,16")
+    p.add_argument("--tokens", default="1,16,64")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -129,9 +174,10 @@ def main() -> None:
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["model"]
     cfg = {**cfg, "tokens": [int(t) for t in args.tokens.split(",")]}
     l2 = cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrL2CacheSize, 0)
-    rate = copy_rate(cupy)
+    copy = copy_rate(cupy)
+    rate = read_rate(cupy, mod)
     name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    print(f"{name}: device copy {rate / 1e9:,.0f} GB/s, L2 {l2 >> 20} MiB", flush=True)
+    print(f"{name}: device copy {copy / 1e9:,.0f} GB/s, read {rate / 1e9:,.0f} GB/s, L2 {l2 >> 20} MiB", flush=True)
     b = model.bounds(model.shapes(cfg), rate, math.inf)
     rows, samples = [], []
     for s in b.itertuples():
@@ -157,7 +203,7 @@ def main() -> None:
                     | {"copies": len(copies), "bound_us": s.dram_us, "share_of_bound": s.dram_us / med}
                 )
                 share = f"{s.dram_us / med:.1%} of the DRAM bound"
-                print(f"{s.layer:8s} M={m:2d} {kernel:12s} {weights}: {med:8.2f} us, {share}", flush=True)
+                print(f"{s.layer:8s} M={m:3d} {kernel:14s} {weights}: {med:8.2f} us, {share}", flush=True)
         del cold, weight
         cupy.get_default_memory_pool().free_all_blocks()
     summary = pd.DataFrame(rows)
@@ -167,7 +213,8 @@ def main() -> None:
         lib.get((r.layer, r.M, r.weights), np.nan) / r.median_us if r.status == "ok" else np.nan
         for r in summary.itertuples()
     ]
-    summary.assign(gpu=name, copy_gbs=rate / 1e9, l2_mib=l2 >> 20).to_csv(out / "summary.csv", index=False)
+    summary = summary.assign(gpu=name, copy_gbs=copy / 1e9, read_gbs=rate / 1e9, l2_mib=l2 >> 20)
+    summary.to_csv(out / "summary.csv", index=False)
     pd.DataFrame(samples).to_csv(out / "samples.csv", index=False)
     print(summary[summary.status == "ok"].round(3).to_string())
 

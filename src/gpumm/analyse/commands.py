@@ -17,9 +17,29 @@ def cmd_collect(args):
     tables.collect(variants, paths.RESULTS, Path(args.out))
 
 
+def cmd_model_rule(args):
+    """The dispatcher's rule from the model step's samples and checks (gpumm.analyse.dispatch.fit)."""
+    import pandas as pd
+
+    from gpumm.analyse import dispatch
+    from gpumm.setup import files
+
+    raw = Path(args.raw)
+    rule = dispatch.fit(pd.read_csv(raw / "samples.csv"), pd.read_csv(raw / "checks.csv"), args.reference)
+    files.write_text(Path(args.out), files.json_text(rule, indent=1))
+    winners = sorted({p["ranking"][0] for p in rule["points"] if p["ranking"]})
+    print(f"model-rule: {len(rule['points'])} fitted shapes; fastest somewhere: {', '.join(winners)}")
+
+
 def register(sub) -> None:
     """Add this stage's steps to the command line's subparsers."""
     s = sub.add_parser("collect", help="tidy tables for the notebooks")
     s.add_argument("--variants", required=True)
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_collect)
+
+    s = sub.add_parser("model-rule", help="fit the dispatcher's rule on the model step's shapes")
+    s.add_argument("--raw", required=True, help="the model step's folder (samples.csv, checks.csv)")
+    s.add_argument("--reference", default="cublas_bf16")
+    s.add_argument("--out", required=True)
+    s.set_defaults(fn=cmd_model_rule)

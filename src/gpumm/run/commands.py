@@ -1,5 +1,5 @@
-"""The steps that run on the GPU: measure one variant, the coalescing, bandwidth, launch-overhead and hierarchy
-studies, and the GPU worker that serves them in a measured run.
+"""The steps that run on the GPU: measure one variant, the races paired, a model's layers, the coalescing,
+bandwidth, launch-overhead and hierarchy studies, and the GPU worker that serves them in a measured run.
 
 Each step is ``python -m gpumm STEP``; ``gpumm.cli`` collects every stage's steps (:func:`register`).
 """
@@ -270,6 +270,7 @@ def register(sub) -> None:
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_measure)
     _register_paired(sub)
+    _register_layers(sub)
     _register_studies(sub)
 
 
@@ -291,6 +292,66 @@ def _register_paired(sub) -> None:
     s.add_argument("--order", choices=["forward", "reverse"], default="forward", help="the members' order")
     s.add_argument("--out-dir", default="results/raw/paired")
     s.set_defaults(fn=cmd_paired)
+
+
+def _register_layers(sub) -> None:
+    s = sub.add_parser("layers", help="a real model's layers: every kernel against cuBLAS BF16, weights cold")
+    s.add_argument("--model", required=True, type=_json_object("the config's model section"), help="as JSON")
+    s.add_argument("--tokens", choices=["fitted", "all"], default="fitted", help="model.tokens, or with held_out")
+    s.add_argument("--kernels", required=True, help="comma-separated variants, each loaded from results/build")
+    s.add_argument("--timed", default="", help="comma-separated variants timed (default: every kernel)")
+    s.add_argument("--rule", help="the dispatcher's rule (JSON file): adds the member dispatch")
+    s.add_argument("--read-cubin", help="the read_stream micro-benchmark: the card's read rate first")
+    s.add_argument("--seed", type=options.integer(None, None, "seed"), default=0)
+    s.add_argument("--out-dir", required=True)
+    s.set_defaults(fn=cmd_layers)
+
+
+def cmd_layers(args):
+    from gpumm.analyse import model
+    from gpumm.run import layers, measure
+    from gpumm.setup import files, manifest, paths
+
+    spec = args.model
+    held = [t for t in spec.get("held_out", []) if t not in spec["tokens"]] if args.tokens == "all" else []
+    tokens = spec["tokens"] + held
+    shapes = model.shapes({**spec, "tokens": tokens})
+    ids = [k for k in args.kernels.split(",") if k]
+    kernels = {}
+    for vid in ids:
+        v = catalog.from_id(vid)
+        kernels[vid] = str(paths.build_dir(vid) / v.binary_name) if v.is_cuda else None
+    plan = {"kernels": kernels, "timed": [k for k in args.timed.split(",") if k] or ids}
+    plan["shapes"] = shapes[["layer", "M", "N", "K"]].to_dict("records")
+    if args.rule:
+        plan["dispatch"] = json.loads(Path(args.rule).read_text())
+    out = Path(args.out_dir)
+    started = time.time()
+    read = layers.read_rate(Path(args.read_cubin)) if args.read_cubin else None
+    samples, checks, per_shape = layers.run(plan, spec.get("timing", {}), args.seed)
+    written = {"samples.csv": samples, "checks.csv": checks, "shapes.csv": per_shape}
+    if read is not None:
+        written["read.csv"] = read
+    for name, df in written.items():
+        files.write_csv(df, out / name)
+    meta = {
+        "step": "layers",
+        "tokens": args.tokens,
+        "plan": {k: v for k, v in plan.items() if k != "shapes"},
+        "settings": {**layers.SETTINGS, **spec.get("timing", {})},
+        "seed": args.seed,
+        "digests": {vid: catalog.from_id(vid).digest() for vid in ids},
+        "device": measure.device_identity(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "seconds": round(time.time() - started, 2),
+        "origin": "measured",
+        "files": {name: manifest.entry(out / name) for name in written},
+    }
+    files.write_text(out / "meta.json", files.json_text(meta, indent=1))
+    failed = checks[checks.status == "failed"]
+    print(f"layers: {len(per_shape)} shapes, {len(samples)} samples, {len(failed)} failed checks")
+    for r in failed.itertuples():
+        print(f"  FAILED {r.kernel} ({r.picks}) at {r.layer} M={r.M}: {r.reason}", file=sys.stderr)
 
 
 def _register_studies(sub) -> None:

@@ -160,7 +160,7 @@ def check(config: dict) -> list[catalog.Variant]:
     _metric_sets(config.get("profile", {}))
     _names(config, {v.id for v in variants} | {v.family for v in variants}, families)
     _paired_and_timing(config, families)
-    _model(config.get("model", {}))
+    _model(config.get("model", {}), families)
     return variants
 
 
@@ -258,13 +258,24 @@ def _paired_and_timing(config: dict, families: dict) -> None:
         )
 
 
-def _model(model: dict) -> None:
+def _model(model: dict, families: dict) -> None:
     """``model.name`` is one of ``model.models`` (where the model is on, or models are given: a config without
-    the section, such as tools/parallel-check.yaml, takes the schema's defaults, no model and a default name)."""
+    the section, such as tools/parallel-check.yaml, takes the schema's defaults, no model and a default name); its
+    kernels and reference are families of the tensor cores' operation (matmul_bf16)."""
     name, models = model.get("name"), model.get("models", {})
     if (model.get("enabled") or models) and name not in models:
         allowed = ", ".join(sorted(models)) or "none: model.models is empty"
         raise ConfigError(f"config: model.name = {name!r} is not a model of model.models; allowed: {allowed}")
+    if not model.get("enabled"):
+        return
+    bf16 = [f for f, x in families.items() if x.get("op") == "matmul_bf16"]
+    for key, names in (("kernels", model.get("kernels", [])), ("reference", [model.get("reference")])):
+        for f in names:
+            if f not in bf16:
+                raise ConfigError(
+                    f"config: model.{key}: {f!r} is not a family of the tensor cores (op matmul_bf16); "
+                    f"allowed: {', '.join(bf16)}"
+                )
 
 
 def _is_variant_name(name: str, families: dict) -> bool:

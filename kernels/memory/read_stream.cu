@@ -1,0 +1,71 @@
+// read_stream: the card's rate of reading DRAM alone, the DRAM bound of a product that almost only reads (issue
+// 40: a decode step streams the weights and writes a few values).
+//
+// Why not the device copy: a copy reads and writes the same bytes, and HBM turns between the two; the weight
+// streams of tools/model/ read 3-5% faster than the copy moves on an H100 and an H200 (data/checks/model-decode),
+// so a bound from the copy is a roof kernels pass. Two patterns, each 16-byte loads read once (ld.global.cs):
+// read_grid: a grid-stride loop, U loads per lane in flight (as the hierarchy study's read_dram, with more in
+//   flight);
+// read_rows: each block reads rows of row_words 16-byte words, its warps side by side along a row, two loads
+//   in flight per lane: the pattern of the weight-streaming kernels (kernels/matmul_bf16/stream.cu), which own
+//   whole rows of the weight.
+// The model step takes the best of both (and of the copy) as the run's read rate. Every word holds four 1s, so
+// each block's sum (written to out[block]) is known: the host checks the total before any time counts.
+#define U 4
+
+__device__ __forceinline__ unsigned words4(uint4 v) { return v.x + v.y + v.z + v.w; }
+
+__device__ __forceinline__ void block_total(unsigned v, unsigned *out)
+{
+    __shared__ unsigned warps[32];
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        warps[threadIdx.x >> 5] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned total = 0;
+        for (int w = 0; w < (int)(blockDim.x >> 5); ++w) {
+            total += warps[w];
+        }
+        out[blockIdx.x] = total;
+    }
+}
+
+extern "C" __global__ void read_grid(const uint4 *__restrict__ in, unsigned *out, long long n)
+{
+    const long long step = (long long)gridDim.x * blockDim.x;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned acc = 0;
+    for (; i + (U - 1) * step < n; i += U * step) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            v[u] = __ldcs(in + i + u * step);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            acc += words4(v[u]);
+        }
+    }
+    for (; i < n; i += step) {
+        acc += words4(__ldcs(in + i));
+    }
+    block_total(acc, out);
+}
+
+extern "C" __global__ void read_rows(const uint4 *__restrict__ in, unsigned *out, long long rows, int row_words)
+{
+    unsigned acc = 0;
+    for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+        const uint4 *row = in + r * row_words;
+#pragma unroll 2
+        for (int i = threadIdx.x; i < row_words; i += blockDim.x) {
+            acc += words4(__ldcs(row + i));
+        }
+    }
+    block_total(acc, out);
+}

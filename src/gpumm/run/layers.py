@@ -1,0 +1,295 @@
+"""The model step: a real model's linear layers timed on one GPU, every kernel against cuBLAS BF16 (issue 40).
+
+For each shape of the plan (a layer's weight, N x K, against M tokens; gpumm.analyse.model.shapes) and each member
+that takes it (its build's ``MAX_M`` at least M; the TMA's rule on K):
+
+1. **checks**: fresh inputs, C poisoned with NaN, the exact check (small integers: exact in BF16 and in FP32 sums)
+   and the rounding check (random BF16 values) against the float64 product on the GPU, one reference per shape for
+   every member; a member that fails is a row with its reason and is not timed;
+2. **weights cold**: the weight is copied until the copies hold at least ``cold_factor`` times the L2 (two at
+   least), and the launches of one sample take the copies in turn, so no launch finds its weight in the L2, as a
+   model streams each layer's weights once per step; **warm** too (one copy, read again and again) where the
+   weight fits in the L2, the number a benchmark of one buffer would show;
+3. **rounds**: one sample of every member (a CUDA graph of ``batch`` launches, at least ``sample_ms`` long) per
+   round, back to back, the order reversed every other round, ``warmup`` rounds not kept then ``samples`` kept:
+   every member is timed in the same power state as the reference (paired, as the race), whatever M is.
+
+``dispatch`` in the plan adds a member of that name: for each shape, the kernel the fitted rule
+(gpumm.analyse.dispatch) picks, checked and timed like the others. Also measured here, before the shapes: the card's
+read rate (the best of the read_stream micro-benchmark's patterns and the device copy), the DRAM bound's rate.
+"""
+
+import itertools
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpumm.run import clocks, timing, verify
+
+SETTINGS = {"samples": 10, "warmup": 2, "sample_ms": 2.0, "max_batch": 200, "cold_factor": 3.0}
+SAMPLE_COLUMNS = ["layer", "M", "N", "K", "kernel", "picks", "weights", "copies", "round", "batch", "us"]
+CHECK_COLUMNS = ["layer", "M", "N", "K", "kernel", "picks", "status", "check", "max_rel_err", "tolerance", "reason"]
+
+
+@dataclass
+class Member:
+    id: str  # a catalog variant, or "dispatch"
+    launcher: object = None  # gpumm.run.launch.Launcher (None for dispatch: it borrows the pick's)
+    max_m: int | None = None  # the most tokens its build takes (MAX_M), None for any
+
+
+def max_m(variant) -> int | None:
+    """The most rows of A a build takes: its ``MAX_M`` define (the weight-streaming kernels), else None."""
+    return dict(variant.defines).get("MAX_M")
+
+
+def takes(member: Member, M: int, K: int) -> str:
+    """'' where the member takes the shape, else why not (more tokens than its build holds; K against the TMA)."""
+    if member.max_m is not None and M > member.max_m:
+        return f"M = {M} > MAX_M = {member.max_m}"
+    geom = getattr(member.launcher, "_geom", None)
+    if geom:
+        from gpumm.run import hopper
+
+        return hopper.supports(geom, M, 0, K) or ""
+    return ""
+
+
+def copies_for(weight_bytes: int, l2_bytes: int, factor: float) -> int:
+    """How many copies of a weight hold at least ``factor`` times the L2 (two at least: a launch never reads the
+    copy the one before it read)."""
+    return max(2, math.ceil(factor * l2_bytes / weight_bytes))
+
+
+def batch_for(launch_ms: float, copies: int, sample_ms: float, max_batch: int) -> int:
+    """Launches in one sample: enough for ``sample_ms`` (each launch's time from its check), at least one pass over
+    the copies, at most ``max_batch``."""
+    want = math.ceil(sample_ms / launch_ms) if launch_ms > 0 else max_batch
+    return int(min(max_batch, max(copies, want, 1)))
+
+
+def order(members: list, round_index: int) -> list:
+    """The members in the plan's order on even rounds, reversed on odd ones."""
+    return members if round_index % 2 == 0 else members[::-1]
+
+
+def _pick(rule, shape, members: dict) -> str:
+    from gpumm.analyse import dispatch
+
+    M, N, K = shape
+    return dispatch.pick(rule, M, N, K, {i: m.max_m for i, m in members.items()})
+
+
+def check_shape(cupy, members: dict, picks: dict, shape, seed: int) -> tuple[list[dict], object, object]:
+    """Both checks of every member of ``picks`` (member -> the kernel it launches) at one shape, one float64
+    reference of each check for all: the rows, and the rounding check's inputs (A, Bt), which are then timed."""
+    M, N, K = shape
+    rows, failed = [], set()
+    for exact in (True, False):
+        make = verify.bf16_exact_inputs if exact else verify.bf16_random_inputs
+        A, Bt = make(seed, M, N, K, cupy)
+        a, bt = verify.bf16_values(A, cupy), verify.bf16_values(Bt, cupy)
+        ref, abs_ref, where = verify.reference(a, bt.T, 0, absolute=not exact)
+        del a, bt
+        for mid in picks:
+            if mid in failed:
+                continue
+            C = cupy.full((M, N), np.nan, dtype=cupy.float32)
+            members[picks[mid]].launcher.bind(A, Bt, C)()
+            cupy.cuda.Device().synchronize()
+            c = verify.compare_exact(C, ref, where) if exact else verify.compare(C, ref, abs_ref, K, where)
+            del C
+            rows.append(
+                {"kernel": mid, "picks": picks[mid], "status": "ok" if c.ok else "failed", "check": c.kind}
+                | {"max_rel_err": c.max_rel_err, "tolerance": c.tolerance, "reason": c.reason}
+            )
+            if not c.ok:
+                failed.add(mid)
+        del ref, abs_ref
+        if exact:
+            del A, Bt
+    return rows, A, Bt
+
+
+def _one_ms(cupy, launch) -> float:
+    """One launch's time (events), after one launch not counted."""
+    launch()
+    s, e = cupy.cuda.Event(), cupy.cuda.Event()
+    s.record()
+    launch()
+    e.record()
+    e.synchronize()
+    return cupy.cuda.get_elapsed_time(s, e)
+
+
+def _graph(cupy, launcher, A, weights: list, C, settings: dict):
+    """(run one sample, batch): a CUDA graph of launches taking the weights in turn (plain launches where a graph
+    cannot be captured)."""
+    bound = [launcher.bind(A, W, C) for W in weights]
+    ms = _one_ms(cupy, bound[0])
+    batch = batch_for(ms, len(bound), settings["sample_ms"], settings["max_batch"])
+    turn = itertools.cycle(bound)
+
+    def launch():
+        next(turn)()
+
+    graph = timing.capture(launch, batch)
+    stream = cupy.cuda.get_current_stream()
+    if graph is not None:
+        return (lambda: graph.launch(stream)), batch
+
+    def plain():
+        for _ in range(batch):
+            launch()
+
+    return plain, batch
+
+
+def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, Bt, shape, l2: int, settings: dict):
+    """The rounds of one shape: (sample rows, clocks of the rounds)."""
+    M, N, _ = shape
+    n_copies = copies_for(Bt.nbytes, l2, settings["cold_factor"])
+    cold = [Bt] + [Bt.copy() for _ in range(n_copies - 1)]
+    sets = [("cold", cold)] + ([("warm", [Bt])] if Bt.nbytes <= l2 else [])
+    C = cupy.empty((M, N), dtype=cupy.float32)
+    runs = []
+    for weights, copies in sets:
+        for mid in ok:
+            run, batch = _graph(cupy, members[picks[mid]].launcher, A, copies, C, settings)
+            runs.append((mid, weights, len(copies), run, batch))
+    watch = clocks.Watch()
+    watch.start()
+    rows = []
+    for r in range(settings["warmup"] + settings["samples"]):
+        events = []
+        for mid, weights, n, run, batch in order(runs, r):
+            s, e = cupy.cuda.Event(), cupy.cuda.Event()
+            s.record()
+            run()
+            e.record()
+            events.append((mid, weights, n, batch, s, e))
+        events[-1][-1].synchronize()
+        if r < settings["warmup"]:
+            continue
+        for mid, weights, n, batch, s, e in events:
+            us = cupy.cuda.get_elapsed_time(s, e) * 1e3 / batch
+            rows.append({"kernel": mid, "picks": picks[mid], "weights": weights, "copies": n, "round": r})
+            rows[-1] |= {"batch": batch, "us": us}
+    state = watch.stop()
+    del cold, C, runs
+    return rows, state
+
+
+def run(plan: dict, settings: dict, seed: int, log=print) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Every shape of the plan: (samples, checks, one row per shape with its copies and the rounds' clocks)."""
+    import cupy
+
+    settings = {**SETTINGS, **settings}
+    members = _members(plan)
+    rule = plan.get("dispatch")
+    l2 = cupy.cuda.Device().attributes["L2CacheSize"]
+    samples, checks, shapes = [], [], []
+    stream = cupy.cuda.Stream(non_blocking=True)
+    for i, s in enumerate(plan["shapes"], 1):
+        shape = (int(s["M"]), int(s["N"]), int(s["K"]))
+        key = {"layer": s["layer"], "M": shape[0], "N": shape[1], "K": shape[2]}
+        started = time.perf_counter()
+        picks = {m: m for m in members if m != "dispatch" and not takes(members[m], shape[0], shape[2])}
+        if rule is not None:
+            picks["dispatch"] = _pick(rule, shape, members)
+        with stream:
+            rows, A, Bt = check_shape(cupy, members, picks, shape, seed)
+            checks += [key | r for r in rows]
+            failed = {r["kernel"] for r in rows if r["status"] == "failed"}
+            ok = [m for m in picks if m not in failed]
+            timed, state = time_shape(cupy, members, picks, ok, A, Bt, shape, l2, settings)
+        samples += [key | r for r in timed]
+        shapes.append(key | {"members": len(picks), "failed": len(failed), "seconds": time.perf_counter() - started})
+        shapes[-1] |= {k: state.get(k) for k in ("sm_clock_mhz", "sm_clock_min_mhz", "power_mean_w", "throttled")}
+        del A, Bt
+        cupy.get_default_memory_pool().free_all_blocks()
+        med = {m: statistics.median(r["us"] for r in timed if r["kernel"] == m and r["weights"] == "cold") for m in ok}
+        best = min(med, key=med.get) if med else "none"
+        log(
+            f"[{i}/{len(plan['shapes'])}] {s['layer']} M={shape[0]}: {len(ok)} of {len(picks)} checked and timed, "
+            f"fastest {best} {med.get(best, math.nan):.1f} us"
+            + (f", failed: {', '.join(sorted(failed))}" if failed else "")
+        )
+    return (
+        pd.DataFrame(samples, columns=SAMPLE_COLUMNS),
+        pd.DataFrame(checks, columns=CHECK_COLUMNS),
+        pd.DataFrame(shapes),
+    )
+
+
+def _members(plan: dict) -> dict:
+    from gpumm.run.launch import Launcher
+    from gpumm.setup import catalog
+
+    out = {}
+    for vid, binary in plan["kernels"].items():
+        v = catalog.from_id(vid)
+        out[vid] = Member(vid, Launcher(v, Path(binary) if binary else None), max_m(v))
+    if plan.get("dispatch") is not None:
+        out["dispatch"] = Member("dispatch")
+    return out
+
+
+READ_PATTERNS = [("read_grid", 4), ("read_grid", 8), ("read_rows", 512), ("read_rows", 1792)]
+
+
+def read_rate(cubin: Path, log=print) -> pd.DataFrame:
+    """The read_stream micro-benchmark's patterns and the device copy over 2 GiB (several times any L2): one row
+    each, with its bytes per second (median of 10 launches after 2) and whether its sums checked. read_grid at 4 or 8
+    blocks of 256 threads per SM; read_rows with rows of 8 KiB (a 4096-wide BF16 weight) or 28 KiB (14336). The
+    copy's rate counts what it reads and writes, as the bandwidth study does."""
+    import cupy
+
+    words = 1 << 27  # 16-byte words: 2 GiB
+    rows = _patterns(cupy, cupy.RawModule(path=str(cubin)), words, log) + [_copy(cupy, words // 2, log)]
+    cupy.get_default_memory_pool().free_all_blocks()
+    return pd.DataFrame(rows)
+
+
+def _patterns(cupy, mod, words: int, log) -> list[dict]:
+    buf = cupy.ones(4 * words, dtype=cupy.uint32)
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    rows = []
+    for name, arg in READ_PATTERNS:
+        fn = mod.get_function(name)
+        if name == "read_grid":
+            grid, args, read = sms * arg, (np.int64(words),), words
+        else:  # whole rows only
+            grid, args, read = words // arg, (np.int64(words // arg), np.int32(arg)), words // arg * arg
+        out = cupy.zeros(grid, dtype=cupy.uint32)
+
+        def launch(fn=fn, grid=grid, out=out, args=args):
+            fn((grid,), (256,), (buf, out, *args))
+
+        launch()
+        ok = int(out.astype(cupy.uint64).sum()) == 4 * read  # four 1s a word
+        ms = statistics.median([_one_ms(cupy, launch) for _ in range(10)]) if ok else math.nan
+        rows.append({"pattern": f"{name} {arg}", "ok": ok, "bytes": 16 * read, "ms": ms})
+        rows[-1]["bytes_per_s"] = 16 * read / (ms * 1e-3)
+        log(f"read stream {name} {arg}: {rows[-1]['bytes_per_s'] / 1e9:,.0f} GB/s" + ("" if ok else " (FAILED)"))
+    return rows
+
+
+def _copy(cupy, words: int, log) -> dict:
+    src = cupy.ones(4 * words, dtype=cupy.uint32)
+    dst = cupy.zeros_like(src)
+
+    def launch():
+        dst[...] = src
+
+    ms = statistics.median([_one_ms(cupy, launch) for _ in range(10)])
+    ok = bool((dst == 1).all())
+    row = {"pattern": "device copy", "ok": ok, "bytes": 2 * src.nbytes, "ms": ms}
+    row["bytes_per_s"] = 2 * src.nbytes / (ms * 1e-3)
+    log(f"device copy: {row['bytes_per_s'] / 1e9:,.0f} GB/s" + ("" if ok else " (FAILED)"))
+    return row
