@@ -24,23 +24,17 @@ import pandas as pd
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-PINGPONG = ROOT / "results" / "tools-model" / "bf16_pingpong.cubin"
 sys.path.insert(0, str(ROOT / "src"))
 
 from gpumm.analyse import model  # noqa: E402
 from gpumm.run import verify  # noqa: E402
 
 # token count: the candidates (kernel, how it is launched: a warp or a block of 8 warps per ROWS rows, ROWS; or
-# "mma": a block of WARPS warps per 16 rows, taking M) and the race's rungs, bf16_pingpong from its built cubin
+# "mma": a block of WARPS warps per 16 rows, taking M; or "race": a catalog variant, from results/build)
 CANDIDATES = {
-    1: [("split_m1_r2_w8", "block", 2), ("split_m1_r1_w8", "block", 1), ("split_m1_r2_w16", "block16", 2)]
-    + [("split_m1_r4_w16", "block16", 4), ("mma_t1_w8_u4", "mma", 8), ("mma_t1_w16_u2", "mma", 16)]
-    + [("mma_t1_w16_u4", "mma", 16), ("mma_t1_w32_u2", "mma", 32), ("mma_t1_w8_u2_pipe", "mma", 8)]
-    + [("mma_t1_w16_u2_pipe", "mma", 16)],
-    16: [("mma_t2_w8_u2", "mma", 8), ("mma_t2_w16_u2", "mma", 16), ("mma_t2_w32_u2", "mma", 32)]
-    + [("mma_t2_w8_u2_pipe", "mma", 8), ("mma_t2_w16_u2_pipe", "mma", 16), ("mma_t2_w16_u1_pipe", "mma", 16)],
-    64: [("mma_t8_w8_u2", "mma", 8), ("mma_t8_w16_u1_pipe", "mma", 16), ("mma_t8_w8_u1_pipe", "mma", 8)]
-    + [("bf16_pingpong", "race", 0)],
+    1: [("split_m1_r1_w8", "block", 1), ("bf16_stream_max_m1", "race", 0), ("split_m1_r2_w8", "block", 2)],
+    16: [("mma_t2_w8_u2", "mma", 8), ("bf16_stream_mma_w8", "race", 0), ("mma_t2_w16_u2", "mma", 16)]
+    + [("bf16_stream_mma_w16", "race", 0)],
 }
 SAMPLES, WARMUP = 15, 3
 
@@ -68,7 +62,7 @@ def launchers(cupy, mod, m: int, n: int, k: int):
 
     def candidate(name: str, kind: str, rows: int):
         if kind == "race":
-            race = Launcher(catalog.from_id(name), Path(PINGPONG))
+            race = Launcher(catalog.from_id(name), ROOT / "results" / "build" / name / "kernel.cubin")
             return name, lambda A, W, C: race.bind(A, W, C)
         fn = mod.get_function(name)
         if kind == "mma":  # rows: warps per block of 16 rows
@@ -166,7 +160,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("cubin")
     p.add_argument("out")
-    p.add_argument("--tokens", default="1,16,64")
+    p.add_argument("--tokens", default="1,16")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

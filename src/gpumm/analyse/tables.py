@@ -15,6 +15,7 @@ from gpumm.analyse import (
     counters,
     floor,
     headlines,
+    layers,
     memory_levels,
     paired,
     power,
@@ -79,6 +80,7 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     tables.update(_memory_and_transposes(results, raw["gpu"], tables))
     tables.update(_rooflines_and_claims(variants, raw, tables))
     tables.update(_beside_the_run(results, raw["prov"], tables["summary"]))
+    tables.update(layers.tables(results, raw["gpu"]))  # the model's layers (empty where not timed)
     tables["headlines"] = headlines.headlines(tables)
     missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
     if missing:

@@ -337,6 +337,7 @@ def cmd_layers(args):
     meta = {
         "step": "layers",
         "tokens": args.tokens,
+        "model": spec,
         "plan": {k: v for k, v in plan.items() if k != "shapes"},
         "settings": {**layers.SETTINGS, **spec.get("timing", {})},
         "seed": args.seed,

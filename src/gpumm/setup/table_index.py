@@ -65,6 +65,28 @@ TABLES = {
         "gpumm.analyse.roofline",
         "the failed checks of both rooflines: a kernel measured above a roof, which roof and by how much",
     ),
+    "model_read": (
+        "gpumm.analyse.layers",
+        "the model step's read rate: each read_stream pattern and the device copy, and the one chosen",
+    ),
+    "model_shapes": (
+        "gpumm.analyse.layers",
+        "each model shape (layer, M tokens): bytes, flops, its DRAM and tensor bounds, regime, fitted or held out",
+    ),
+    "model_rates": (
+        "gpumm.analyse.layers",
+        "each kernel at each model shape, weights cold or warm: median, quartiles, rate, shares of the bounds "
+        "and of cuBLAS BF16 in the same rounds",
+    ),
+    "model_dispatch": (
+        "gpumm.analyse.layers",
+        "the dispatcher at each model shape: the kernel its rule picked and from where, its shares, its goal",
+    ),
+    "model_tokens": (
+        "gpumm.analyse.layers",
+        "the whole model per step and per token, decode and prefill: the dispatcher against cuBLAS BF16",
+    ),
+    "model_crossover": ("gpumm.analyse.layers", "each layer's crossover M, where its DRAM and tensor bounds meet"),
     "bandwidth": (
         "gpumm.analyse.access_patterns",
         "the copy bandwidths (host to device, pinned and pageable, device to device): median GB/s",

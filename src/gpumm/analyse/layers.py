@@ -1,0 +1,164 @@
+"""The model page's tables, from the model step's raw files (issue 40): results/raw/model (every kernel on the fitted
+shapes) and results/raw/model-dispatch (the dispatcher and cuBLAS BF16 on every shape, held-out ones included).
+
+- ``model_read``: the card's read rate, each pattern of the read_stream micro-benchmark and the device copy;
+- ``model_shapes``: every shape with its bytes, flops, the DRAM bound (bytes over the best read rate), the tensor
+  bound (flops over the BF16 peak at the run's clock), the regime the larger names, and whether it was fitted;
+- ``model_rates``: each kernel's median per shape and weights (cold; warm where timed), its rate and its shares
+  of the shape's bound and of cuBLAS BF16 in the same rounds;
+- ``model_dispatch``: per shape, the kernel the rule picked (recomputed here from the fitted samples, and
+  checked against the rule the dispatch step applied), its share of the bound and of cuBLAS BF16;
+- ``model_tokens``: the whole model per step: decode (M = 1, 16) and prefill (M of 1024 and more), each layer's
+  median times how many of it a token passes through, summed, dispatcher against cuBLAS BF16;
+- ``model_crossover``: each layer's crossover M, where its two bounds meet.
+
+Empty tables (their columns only) when the run did not time the model.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpumm.analyse import dispatch, model
+from gpumm.setup import hardware
+
+READ = ["pattern", "ok", "bytes", "ms", "bytes_per_s", "chosen"]
+SHAPES = [*model.COLUMNS, "fitted", "weight_bytes", "copies", "warm", "members", "failed"]
+RATES = ["layer", "M", "N", "K", "kernel", "picks", "weights", "step", "n", "median_us", "q1_us", "q3_us"]
+RATES += ["tflops", "gbps", "of_bound", "of_dram", "of_tensor", "of_reference", "round_ratio"]
+DISPATCH = ["layer", "M", "N", "K", "fitted", "kernel", "from", "median_us", "reference_us", "of_reference"]
+DISPATCH += ["round_ratio", "of_bound", "regime", "goal", "met"]
+TOKENS = ["phase", "M", "kernel", "step_us", "per_token_us", "reference_step_us", "of_reference"]
+CROSSOVER = ["layer", "N", "K", "crossover_m"]
+DECODE, PREFILL_FROM = (1, 16), 1024
+GOALS = {"decode": ("at least 90% of the DRAM bound and at or above cuBLAS BF16", 0.9, 1.0), "prefill": ("", 0, 0.98)}
+
+
+def empty() -> dict[str, pd.DataFrame]:
+    cols = {"model_read": READ, "model_shapes": SHAPES, "model_rates": RATES, "model_dispatch": DISPATCH}
+    cols |= {"model_tokens": TOKENS, "model_crossover": CROSSOVER}
+    return {name: pd.DataFrame(columns=c) for name, c in cols.items()}
+
+
+def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
+    """Every model table from a run's folder (``results/`` or an archive); empty ones where the model was not
+    timed. ValueError where the dispatch step applied a rule the fitted samples do not give."""
+    raw, picked = results / "raw" / "model", results / "raw" / "model-dispatch"
+    if not (raw / "samples.csv").is_file():
+        return empty()
+    meta = json.loads((raw / "meta.json").read_text())
+    spec = meta["model"]
+    reference = spec["reference"]
+    fitted_s, fitted_c = pd.read_csv(raw / "samples.csv"), pd.read_csv(raw / "checks.csv")
+    read = read_table(pd.read_csv(raw / "read.csv"))
+    rate = float(read.loc[read.chosen, "bytes_per_s"].iloc[0])
+    peak = hardware.tensor_bf16_peak(gpu)
+    samples = [fitted_s.assign(step="fitted")]
+    per_shape = [pd.read_csv(raw / "shapes.csv")]
+    rule = dispatch.fit(fitted_s, fitted_c, reference)
+    if (picked / "samples.csv").is_file():
+        applied = json.loads((picked / "meta.json").read_text())["plan"].get("dispatch")
+        if applied != rule:
+            raise ValueError(
+                f"{picked}: the dispatch step applied a rule the fitted samples of {raw} do not give (fitted again "
+                "here): run the model step and the dispatch step again"
+            )
+        samples.append(pd.read_csv(picked / "samples.csv").assign(step="dispatch"))
+    s = pd.concat(samples, ignore_index=True)
+    shapes = shape_table(spec, pd.concat(per_shape, ignore_index=True), s, rate, peak)
+    rates = rate_table(s, shapes, reference)
+    out = {"model_read": read, "model_shapes": shapes, "model_rates": rates}
+    out["model_dispatch"] = dispatch_table(rates, shapes, rule)
+    out["model_tokens"] = token_table(rates, shapes, reference)
+    layers = shapes.drop_duplicates("layer")
+    out["model_crossover"] = pd.DataFrame(
+        {"layer": layers.layer, "N": layers.N, "K": layers.K}
+        | {"crossover_m": [model.crossover(n, k, rate, peak) for n, k in zip(layers.N, layers.K)]}
+    )[CROSSOVER]
+    return out
+
+
+def read_table(read: pd.DataFrame) -> pd.DataFrame:
+    """The read patterns with the one chosen: the fastest whose sums checked (the DRAM bound's rate)."""
+    t = read.copy()
+    ok = t[t.ok.astype(bool)]
+    if ok.empty:
+        raise ValueError("model: no read pattern checked: no DRAM bound")
+    t["chosen"] = t.index == ok.bytes_per_s.idxmax()
+    return t[READ]
+
+
+def shape_table(spec: dict, per_shape: pd.DataFrame, samples: pd.DataFrame, rate: float, peak: float):
+    """Every shape timed (fitted, and held out: timed by the dispatch step only) with its bounds and regime."""
+    tokens = sorted(set(samples.M))
+    b = model.bounds(model.shapes({**spec, "tokens": tokens}), rate, peak)
+    b = b[b.set_index(["layer", "M"]).index.isin(samples.set_index(["layer", "M"]).index.unique())]
+    b = b.assign(fitted=b.M.isin(spec["tokens"]), weight_bytes=model.W_BYTES * b.N * b.K)
+    cold = samples[samples.weights == "cold"].groupby(["layer", "M"]).copies.max().rename("copies")
+    warm = samples.groupby(["layer", "M"]).weights.agg(lambda w: "warm" in set(w)).rename("warm")
+    members = per_shape.groupby(["layer", "M"])[["members", "failed"]].max()
+    b = b.join(cold, on=["layer", "M"]).join(warm, on=["layer", "M"]).join(members, on=["layer", "M"])
+    return b.reset_index(drop=True)[SHAPES]
+
+
+def rate_table(samples: pd.DataFrame, shapes: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """One row per step, shape, kernel and weights: the median and quartiles, rate, shares of the bounds, and of
+    the reference timed in the same rounds (ratio of medians, and the median of the per-round ratios)."""
+    keys = ["step", "layer", "M", "N", "K", "kernel", "picks", "weights"]
+    g = samples.groupby(keys, sort=False).us
+    t = pd.DataFrame({"n": g.size(), "median_us": g.median(), "q1_us": g.quantile(0.25), "q3_us": g.quantile(0.75)})
+    t = t.reset_index().merge(shapes[["layer", "M", "bytes", "flops", "dram_us", "tensor_us", "bound_us"]])
+    t["tflops"], t["gbps"] = t.flops / t.median_us / 1e6, t["bytes"] / t.median_us / 1e3
+    t["of_bound"], t["of_dram"], t["of_tensor"] = (t[c] / t.median_us for c in ("bound_us", "dram_us", "tensor_us"))
+    ref = t[t.kernel == reference].set_index(["step", "layer", "M", "weights"]).median_us
+    t["of_reference"] = [ref.get(k, np.nan) / u for k, u in zip(zip(t.step, t.layer, t.M, t.weights), t.median_us)]
+    per_round = samples.pivot_table(index=["step", "layer", "M", "weights", "round"], columns="kernel", values="us")
+    ratios = per_round.rdiv(per_round[reference], axis=0) if reference in per_round else per_round * np.nan
+    med = ratios.groupby(level=["step", "layer", "M", "weights"]).median().stack().rename("round_ratio")
+    t = t.join(med, on=["step", "layer", "M", "weights", "kernel"])
+    return t[RATES]
+
+
+def dispatch_table(rates: pd.DataFrame, shapes: pd.DataFrame, rule: dict) -> pd.DataFrame:
+    """The dispatcher at every shape the dispatch step timed (cold weights): what it picked, from which fitted
+    shape, its share of cuBLAS BF16 and of the bound, and the goal of its regime (decode: M = 1 and 16; prefill:
+    M of 1024 and more) with whether it is met."""
+    d = rates[(rates.step == "dispatch") & (rates.kernel == "dispatch") & (rates.weights == "cold")]
+    rows = []
+    for r in d.itertuples():
+        near = min(rule["points"], key=lambda p: dispatch.distance(rule, p, r.M, r.N, r.K))
+        s = shapes[(shapes.layer == r.layer) & (shapes.M == r.M)].iloc[0]
+        goal, met = "", None
+        if r.M in DECODE:
+            goal, met = GOALS["decode"][0], bool(r.of_dram >= 0.9 and r.of_reference >= 1.0)
+        elif r.M >= PREFILL_FROM:
+            goal, met = "at least 98% of cuBLAS BF16 (paired)", bool(r.round_ratio >= 0.98)
+        rows.append(
+            {"layer": r.layer, "M": r.M, "N": r.N, "K": r.K, "fitted": bool(s.fitted), "kernel": r.picks}
+            | {"from": f"{near['layer']} M={near['M']}", "median_us": r.median_us}
+            | {"reference_us": r.median_us * r.of_reference, "of_reference": r.of_reference}
+            | {"round_ratio": r.round_ratio, "of_bound": r.of_bound, "regime": s.regime, "goal": goal, "met": met}
+        )
+    return pd.DataFrame(rows, columns=DISPATCH)
+
+
+def token_table(rates: pd.DataFrame, shapes: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """The whole model per step at each M the dispatch step timed on every layer: each layer's cold median times
+    its count, summed, for the dispatcher and the reference; per token = per step / M."""
+    d = rates[(rates.step == "dispatch") & (rates.weights == "cold") & rates.kernel.isin(["dispatch", reference])]
+    d = d.merge(shapes[["layer", "M", "count"]])
+    layers = shapes.layer.nunique()
+    rows = []
+    for (m, kernel), g in d.groupby(["M", "kernel"]):
+        if len(g) < layers or not (m in DECODE or m >= PREFILL_FROM):
+            continue
+        rows.append({"phase": "decode" if m in DECODE else "prefill", "M": m, "kernel": kernel})
+        rows[-1] |= {"step_us": float((g.median_us * g["count"]).sum())}
+        rows[-1]["per_token_us"] = rows[-1]["step_us"] / m
+    t = pd.DataFrame(rows, columns=TOKENS[:5])
+    ref = t[t.kernel == reference].set_index("M").step_us
+    t["reference_step_us"] = t.M.map(ref)
+    t["of_reference"] = t.reference_step_us / t.step_us
+    return t[t.kernel != reference].reset_index(drop=True)[TOKENS]
