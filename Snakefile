@@ -26,6 +26,7 @@ else:
     include: "workflow/rules/replay.smk"
 
 
+include: "workflow/rules/model.smk"
 include: "workflow/rules/report.smk"
 
 

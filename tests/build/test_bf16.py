@@ -13,6 +13,7 @@ from gpumm.setup import catalog, config
 
 BF16 = [v for v in catalog.expand({n: {} for n, f in catalog.load().items()}) if v.op == "matmul_bf16"]
 KERNELS = [v for v in BF16 if v.is_cuda]
+RUNGS = [v for v in KERNELS if "MAX_M" not in dict(v.defines)]  # the race's; the model's weight streams take MAX_M
 
 
 def test_bf16_words_round_to_nearest_even_and_hold_their_values_exactly():
@@ -86,7 +87,13 @@ def test_each_rung_compiles_to_the_instruction_it_is_about(built):
     for vid, (v, report, d) in built.items():
         ops = loops.opcodes((d / "kernel.sass").read_text())
         hgmma, hmma = sum(o.startswith("HGMMA") for o in ops), sum(o.startswith("HMMA") for o in ops)
-        assert (hgmma > 0 and hmma == 0) if v.arch == "sm_90a" else (hmma > 0 and hgmma == 0), (vid, hgmma, hmma)
+        ffma = sum(o.startswith("FFMA") for o in ops)
+        if v.family == "bf16_stream":  # the weight stream on the CUDA cores: FP32 FMAs, no tensor core
+            assert ffma > 0 and hmma == 0 and hgmma == 0, (vid, ffma, hmma, hgmma)
+        elif v.family == "bf16_stream_mma":  # on the tensor cores through mma.sync, as rung 2
+            assert hmma > 0 and hgmma == 0, (vid, hgmma, hmma)
+        else:
+            assert (hgmma > 0 and hmma == 0) if v.arch == "sm_90a" else (hmma > 0 and hgmma == 0), (vid, hgmma, hmma)
         assert report["spill_store_bytes"] == 0 and not any(o.startswith(("LDL", "STL")) for o in ops), vid
 
 
@@ -98,6 +105,11 @@ def test_the_geometry_each_cubin_describes_agrees_with_the_catalog(built):
         bx, by, _ = v.block_dims()
         assert g["threads"] == bx * by, vid
         assert g["smem"] <= 227 * 1024, vid  # a Hopper SM's shared memory for one block
+        if v not in RUNGS:  # a weight stream: pointers, no tile of C, not a rung; a block per 16 rows (or ROWS)
+            assert g["tma"] == 0 and g["rung"] == 0 and g["bm"] == 0, vid
+            rows = dict(v.defines).get("ROWS", 16)
+            assert v.grid_dims(1, 4097, 64)[:2] == (-(-4097 // rows), 1), vid
+            continue
         for M, N in ((4096, 4096), (7, 9), (4097, 33)):
             tiles = -(-M // g["bm"]) * -(-N // g["bn"])
             gx, gy, _ = v.grid_dims(M, N, 64, sms=132)
@@ -124,7 +136,7 @@ def test_the_geometry_is_read_by_member_name_from_its_declaration(built, tmp_pat
         defines = {k.lower(): value for k, value in v.defines}
         assert all(g[k] == defines[k] for k in ("bm", "bn", "stages", "gm", "store") if k in defines), vid
         rungs.add(g["rung"])
-    assert rungs == set(range(1, len(built) + 1))  # every rung says which it is
+    assert rungs == set(range(1, len(RUNGS) + 1)) | {0}  # every rung says which it is; the weight streams 0
     bad = tmp_path / "geometry.cuh"
     bad.write_text("struct Bf16Geom {\n    int rung;\n    float bm;  // not an int\n};\n")
     with pytest.raises(hopper.HopperError, match="float bm"):

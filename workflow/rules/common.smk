@@ -63,6 +63,17 @@ VARIANTS = {v.id: v for v in VARIANT_LIST}
 CUDA_IDS = [v.id for v in VARIANT_LIST if v.is_cuda]
 HOST_BUILT_IDS = [v.id for v in VARIANT_LIST if v.kind == "cpu" and v.is_built]
 ALL_IDS = list(VARIANTS)
+# A real model's layers (config `model`, workflow/rules/model.smk): the builds its step loads, built like the
+# others but measured only there (they are not in ALL_IDS: no set of their own, no profile).
+MODEL_ON = config["model"]["enabled"]
+MODEL_IDS = [
+    v.id for v in gpumm_config.model_variants(config) if gpumm_catalog.runs_on(v, ARCH)
+]
+for _v in gpumm_config.model_variants(config):
+    VARIANTS.setdefault(_v.id, _v)
+BUILD_IDS = CUDA_IDS + [
+    v for v in MODEL_IDS if VARIANTS[v].is_cuda and v not in CUDA_IDS
+]
 try:  # --report, --lint and the like set no cores
     _cores = workflow.cores
 except WorkflowError:
@@ -284,7 +295,18 @@ def collected_inputs(wildcards):
         "overhead": "results/raw/overhead/samples.csv",
         "hierarchy": "results/raw/hierarchy/samples.csv",
         "paired": "results/raw/paired/samples.csv",
+        "model": MODEL_RAW if MODEL_ON else [],
     }
+
+
+# the model step's files (gpumm.run.layers): the fitted shapes, then the dispatcher on every shape
+MODEL_RAW = [
+    f"results/raw/model/{f}"
+    for f in ("samples.csv", "checks.csv", "shapes.csv", "read.csv", "meta.json")
+] + [
+    f"results/raw/model-dispatch/{f}"
+    for f in ("samples.csv", "checks.csv", "shapes.csv", "meta.json")
+]
 
 
 def archived(*prefixes):

@@ -23,7 +23,7 @@ rule build:
     log:
         "results/logs/build/{variant}.log",
     wildcard_constraints:
-        variant="|".join(CUDA_IDS) or "^$",
+        variant="|".join(BUILD_IDS) or "^$",
     conda:
         ENV
     params:

@@ -26,7 +26,7 @@ from gpumm.setup import hardware
 
 READ = ["pattern", "ok", "bytes", "ms", "bytes_per_s", "chosen"]
 SHAPES = [*model.COLUMNS, "fitted", "weight_bytes", "copies", "warm", "members", "failed"]
-RATES = ["layer", "M", "N", "K", "kernel", "picks", "weights", "step", "n", "median_us", "q1_us", "q3_us"]
+RATES = ["layer", "M", "N", "K", "kernel", "role", "picks", "weights", "step", "n", "median_us", "q1_us", "q3_us"]
 RATES += ["tflops", "gbps", "of_bound", "of_dram", "of_tensor", "of_reference", "round_ratio"]
 DISPATCH = ["layer", "M", "N", "K", "fitted", "kernel", "from", "median_us", "reference_us", "of_reference"]
 DISPATCH += ["round_ratio", "of_bound", "regime", "goal", "met"]
@@ -46,9 +46,9 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     """Every model table from a run's folder (``results/`` or an archive); empty ones where the model was not
     timed. ValueError where the dispatch step applied a rule the fitted samples do not give."""
     raw, picked = results / "raw" / "model", results / "raw" / "model-dispatch"
-    if not (raw / "samples.csv").is_file():
+    meta = json.loads((raw / "meta.json").read_text()) if (raw / "meta.json").is_file() else {}
+    if "model" not in meta:  # not timed (a replayed archive without it has a note in its place)
         return empty()
-    meta = json.loads((raw / "meta.json").read_text())
     spec = meta["model"]
     reference = spec["reference"]
     fitted_s, fitted_c = pd.read_csv(raw / "samples.csv"), pd.read_csv(raw / "checks.csv")
@@ -58,8 +58,9 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     samples = [fitted_s.assign(step="fitted")]
     per_shape = [pd.read_csv(raw / "shapes.csv")]
     rule = dispatch.fit(fitted_s, fitted_c, reference)
-    if (picked / "samples.csv").is_file():
-        applied = json.loads((picked / "meta.json").read_text())["plan"].get("dispatch")
+    picked_meta = json.loads((picked / "meta.json").read_text()) if (picked / "meta.json").is_file() else {}
+    if "plan" in picked_meta:
+        applied = picked_meta["plan"].get("dispatch")
         if applied != rule:
             raise ValueError(
                 f"{picked}: the dispatch step applied a rule the fitted samples of {raw} do not give (fitted again "
@@ -118,6 +119,7 @@ def rate_table(samples: pd.DataFrame, shapes: pd.DataFrame, reference: str) -> p
     ratios = per_round.rdiv(per_round[reference], axis=0) if reference in per_round else per_round * np.nan
     med = ratios.groupby(level=["step", "layer", "M", "weights"]).median().stack().rename("round_ratio")
     t = t.join(med, on=["step", "layer", "M", "weights", "kernel"])
+    t["role"] = np.where(t.kernel == reference, "reference", np.where(t.kernel == "dispatch", "dispatcher", "kernel"))
     return t[RATES]
 
 

@@ -134,11 +134,11 @@ def register(sub) -> None:
     s.set_defaults(fn=cmd_replay_provenance)
 
     s = sub.add_parser(
-        "replay-study", help="copy an archived study (coalescing, bandwidth, overhead, hierarchy, paired)"
+        "replay-study", help="copy an archived study (coalescing, bandwidth, overhead, hierarchy, paired, model)"
     )
     s.add_argument(
         "--study",
-        choices=["coalescing", "bandwidth", "overhead", "hierarchy", "paired"],
+        choices=["coalescing", "bandwidth", "overhead", "hierarchy", "paired", "model"],
         required=True,
         help="which study",
     )

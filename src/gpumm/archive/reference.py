@@ -16,7 +16,7 @@ from pathlib import Path
 from gpumm.setup import digest as variant_digest
 from gpumm.setup import manifest, paths, values
 
-KEEP_RAW = ("samples.csv", "meta.json", "profile.csv", "ncu.log")
+KEEP_RAW = ("samples.csv", "meta.json", "profile.csv", "ncu.log", "checks.csv", "shapes.csv", "read.csv")
 KEEP_BUILD = ("resources.json", "ptxas.log", "kernel.ptx", "kernel.sass")
 # kept gzipped (NAME.gz, byte for byte once unpacked): a kernel file that includes the rungs below it carries
 # their PTX and SASS too, and the archives travel with the tree to the GPU machine

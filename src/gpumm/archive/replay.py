@@ -80,6 +80,8 @@ STUDY_FILES = {
     "overhead": [("raw", "overhead", "samples.csv")],
     "hierarchy": [("raw", "hierarchy", "samples.csv")],
     "paired": [("raw", "paired", "samples.csv"), ("raw", "paired", "meta.json")],
+    "model": [("raw", "model", f) for f in ("samples.csv", "checks.csv", "shapes.csv", "read.csv", "meta.json")]
+    + [("raw", "model-dispatch", f) for f in ("samples.csv", "checks.csv", "shapes.csv", "meta.json")],
 }
 
 

@@ -239,7 +239,7 @@ def throttled_among(tables: dict, df: pd.DataFrame) -> str:
     """A note for a table: which of its rows are throttled sets ('' when none are, or the table has no keys)."""
     s = tables.get("summary", pd.DataFrame())
     keys = [k for k in ("variant", "M", "N", "K", "memory_mode", "timed") if k in df and k in s]
-    if "throttled" not in s or len(keys) < 2:
+    if "throttled" not in s or "variant" not in keys or len(keys) < 2:  # a shape alone names no set
         return ""
     t = s[s.throttled.astype(str).str.lower() == "true"][keys].drop_duplicates()
     hit = df[keys].merge(t, on=keys) if len(t) else t

@@ -14,6 +14,12 @@ PAGES = [
         "ids": ["DC-TENSOR"],
     },
     {
+        "notebook": "model",
+        "short": "A model's layers",
+        "title": "A real model's layers: from decoding one token (DRAM-bound) to a prompt (tensor-bound)",
+        "ids": ["DC-MODEL"],
+    },
+    {
         "notebook": "seed000",
         "short": "Seed 000",
         "title": "Seed 000: the GPU on the matrix-matrix multiply (G80)",

@@ -230,7 +230,7 @@ def cmd_worker(args):
 
 
 # the steps that time or profile on the GPU: each holds the GPU's lock (gpumm.run.gpulock) while it runs
-TIMING_STEPS = ("measure", "paired", "coalescing", "bandwidth", "overhead", "hierarchy")
+TIMING_STEPS = ("measure", "paired", "layers", "coalescing", "bandwidth", "overhead", "hierarchy")
 
 
 def gpu_lock(args):

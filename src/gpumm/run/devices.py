@@ -33,6 +33,7 @@ CHOSEN_ENV = "GPUMM_DEVICE"  # JSON of the device a job claimed, for its records
 STEPS = (
     "measure",
     "paired",
+    "layers",
     "coalescing",
     "bandwidth",
     "overhead",

@@ -47,7 +47,7 @@ from gpumm.setup import paths
 
 # the steps that use the GPU (their seconds are the run's GPU-busy time: gpumm.archive.runrecord); all but the
 # profile, whose Nsight Compute starts a process of its own, run in the worker when the workflow asks for one
-GPU_STEPS = ("measure", "paired", "coalescing", "bandwidth", "overhead", "hierarchy", "provenance", "profile")
+GPU_STEPS = ("measure", "paired", "layers", "coalescing", "bandwidth", "overhead", "hierarchy", "provenance", "profile")
 WORKER_STEPS = tuple(step for step in GPU_STEPS if step != "profile")
 ENV_USE = "GPUMM_WORKER"  # "1": GPU steps go to the worker (the workflow sets it in measure mode)
 ENV_INSIDE = "GPUMM_IN_WORKER"  # set in the worker: its steps run in process

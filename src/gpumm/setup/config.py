@@ -278,6 +278,16 @@ def _model(model: dict, families: dict) -> None:
                 )
 
 
+def model_variants(config: dict) -> list[catalog.Variant]:
+    """The builds the model step loads: every build of ``model.kernels`` and the reference (cuBLAS BF16), as the
+    catalog expands them (its tuning candidates too, unless ``tune`` is off); none while the model is off."""
+    model = config.get("model", {})
+    if not model.get("enabled"):
+        return []
+    names = [*model.get("kernels", []), model.get("reference", "cublas_bf16")]
+    return catalog.expand({f: {} for f in dict.fromkeys(names)}, tune=config.get("tune", True))
+
+
 def _is_variant_name(name: str, families: dict) -> bool:
     try:
         catalog.from_id(name, families)

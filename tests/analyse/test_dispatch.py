@@ -1,0 +1,75 @@
+"""Issue 40: the dispatcher's rule, fitted on measured shapes (never typed), and its pick at shapes it never saw."""
+
+import pandas as pd
+import pytest
+
+from gpumm.analyse import dispatch
+
+REF = "cublas_bf16"
+
+
+def samples(times: dict) -> pd.DataFrame:
+    """Three cold samples per (layer, M, N, K, kernel) around the given µs, and one warm sample that must not count."""
+    rows = []
+    for (layer, m, n, k, kernel), us in times.items():
+        rows += [
+            {"layer": layer, "M": m, "N": n, "K": k, "kernel": kernel, "weights": "cold", "us": us + d}
+            for d in (-1, 0, 5)
+        ]
+        rows.append({"layer": layer, "M": m, "N": n, "K": k, "kernel": kernel, "weights": "warm", "us": 0.001})
+    return pd.DataFrame(rows)
+
+
+NO_FAILS = pd.DataFrame(columns=["layer", "M", "kernel", "status"])
+TIMES = {
+    ("out", 1, 4096, 4096, "stream1"): 10.0,
+    ("out", 1, 4096, 4096, "mma16"): 12.0,
+    ("out", 1, 4096, 4096, "race"): 40.0,
+    ("out", 1, 4096, 4096, REF): 11.0,
+    ("out", 16, 4096, 4096, "mma16"): 13.0,
+    ("out", 16, 4096, 4096, "race"): 41.0,
+    ("out", 16, 4096, 4096, REF): 9.0,
+    ("out", 1024, 4096, 4096, "race"): 60.0,
+    ("out", 1024, 4096, 4096, REF): 61.0,
+}
+MAX_M = {"stream1": 1, "mma16": 16, "race": None}
+
+
+def test_the_rule_ranks_each_fitted_shapes_kernels_by_their_cold_median_and_never_the_reference():
+    rule = dispatch.fit(samples(TIMES), NO_FAILS, REF)
+    ranks = {(p["layer"], p["M"]): p["ranking"] for p in rule["points"]}
+    assert ranks == {("out", 1): ["stream1", "mma16", "race"], ("out", 16): ["mma16", "race"], ("out", 1024): ["race"]}
+    assert rule["reference"] == REF  # cuBLAS is faster at M = 16 and still never picked
+
+
+def test_a_kernel_that_failed_its_checks_at_a_shape_is_not_ranked_there():
+    fails = pd.DataFrame([{"layer": "out", "M": 1, "kernel": "stream1", "status": "failed"}])
+    rule = dispatch.fit(samples(TIMES), fails, REF)
+    assert rule["points"][0]["ranking"] == ["mma16", "race"]
+    assert dispatch.pick(rule, 1, 4096, 4096, MAX_M) == "mma16"
+
+
+@pytest.mark.parametrize(
+    "m, expected",
+    [(1, "stream1"), (2, "mma16"), (5, "mma16"), (16, "mma16"), (17, "race"), (100, "race"), (2000, "race")],
+)
+def test_a_shape_takes_the_nearest_fitted_ranking_and_its_first_kernel_that_takes_its_m(m, expected):
+    """M = 2 is nearest M = 1, whose fastest (a one-token build) cannot take it: the next of that ranking; M = 17
+    is nearest 16, where no build of at most 16 tokens may go."""
+    rule = dispatch.fit(samples(TIMES), NO_FAILS, REF)
+    assert dispatch.pick(rule, m, 4096, 4096, MAX_M) == expected
+
+
+def test_the_nearest_shape_weighs_an_octave_of_m_four_times_one_of_n():
+    rule = {"m_weight": 4.0, "points": [{"M": 16, "N": 4096, "K": 4096}, {"M": 1, "N": 128256, "K": 4096}]}
+    near = min(rule["points"], key=lambda p: dispatch.distance(rule, p, 8, 128256, 4096))
+    assert near["M"] == 16  # one octave of M (4) against log2(128256 / 4096) ≈ 4.97 octaves of N
+    assert dispatch.distance(rule, rule["points"][0], 16, 4096, 4096) == 0
+
+
+def test_no_kernel_taking_the_shape_is_an_error_not_a_guess():
+    rule = dispatch.fit(samples({k: v for k, v in TIMES.items() if k[1] == 1 and k[4] != "race"}), NO_FAILS, REF)
+    with pytest.raises(ValueError, match="no kernel of the rule takes M = 64"):
+        dispatch.pick(rule, 64, 4096, 4096, MAX_M)
+    with pytest.raises(ValueError, match="no fitted shape"):
+        dispatch.fit(samples({("out", 1, 4096, 4096, REF): 1.0}), NO_FAILS, REF)

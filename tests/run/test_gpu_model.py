@@ -1,0 +1,126 @@
+"""On the GPU (issue 40): the weight-streaming kernels correct at every M they take, odd ones included; the model
+step's checks, cold copies and rounds on real kernels; the read rate's sums.
+
+Run on the GPU machine with ``pytest -m gpu``; elsewhere these skip with the reason.
+"""
+
+import numpy as np
+import pytest
+
+from gpumm.build import loops
+from gpumm.build import nvcc as build
+from gpumm.run import layers, memory, operations
+from gpumm.run.launch import Launcher
+from gpumm.setup import catalog, paths
+
+pytestmark = pytest.mark.gpu
+
+# every build of the weight streams: MAX_M at its defaults, min, max and between (catalog params), and each tuning
+SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_mma")}
+SELECTION["bf16_stream"] = {"MAX_M": [1, 3, 8, 16]}
+STREAMS = catalog.expand(SELECTION)
+
+
+def shapes_for(max_m: int) -> list[tuple[int, int, int]]:
+    """M from 1 to the build's MAX_M, odd ones among them; N odd, small and large; K a multiple of 8 (4104: not of
+    32, a partial last chunk of the tensor-core build)."""
+    ms = sorted({1, max_m, max(1, max_m - 1), (max_m + 1) // 2 | 1})
+    return [(m, n, k) for m in ms for n, k in ((33, 8), (1025, 1032), (4097, 4104), (7, 14336))]
+
+
+@pytest.fixture(scope="module")
+def arch():
+    import cupy
+
+    p = cupy.cuda.runtime.getDeviceProperties(0)
+    return f"sm_{p['major']}{p['minor']}"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, arch):
+    out = {}
+    for v in STREAMS + [catalog.from_id("cublas_bf16")]:
+        binary = None
+        if v.is_cuda:
+            d = tmp_path_factory.mktemp(v.id)
+            build.build(v, arch, d)
+            binary = d / v.binary_name
+        out[v.id] = Launcher(v, binary)
+    return out
+
+
+@pytest.mark.parametrize("vid", [v.id for v in STREAMS])
+def test_a_weight_stream_matches_float64_at_every_m_it_takes(built, vid):
+    """The operation's own checks, as a run makes them: output poisoned, exact on small integers, then within the
+    rounding tolerance of float64, at M from 1 to MAX_M (odd ones too) and odd N."""
+    v = built[vid].variant
+    for shape in shapes_for(layers.max_m(v)):
+        checked = operations.get("matmul_bf16").check(built[vid], memory.get("device"), 7, 1 << 27, shape)
+        assert checked.exact.ok, (shape, checked.exact.reason)
+        assert checked.rounding.ok, (shape, checked.rounding.reason)
+
+
+@pytest.mark.parametrize("vid", [v.id for v in STREAMS])
+def test_a_weight_stream_uses_the_instruction_it_is_about(built, vid):
+    sass = built[vid].binary.with_name("kernel.sass").read_text()
+    ops = loops.opcodes(sass)
+    hmma = sum(o.startswith("HMMA") for o in ops)
+    assert (hmma > 0) == (built[vid].variant.family == "bf16_stream_mma"), (vid, hmma)
+    assert not any(o.startswith(("LDL", "STL")) for o in ops), vid
+
+
+def _plan(built, ids, shapes):
+    return {"kernels": {i: str(built[i].binary) if built[i].binary else None for i in ids}, "shapes": shapes}
+
+
+def test_the_model_step_checks_times_cold_and_warm_and_pairs_the_reference(built, monkeypatch):
+    """Two shapes: every member that takes each is checked then timed in every round; a weight that fits in the L2
+    is timed warm too; the copies of a cold weight hold 3 times the L2."""
+    import cupy
+
+    ids = ["bf16_stream_max_m1", "bf16_stream_mma_w8", "cublas_bf16"]
+    shapes = [{"layer": "out", "M": 1, "N": 4096, "K": 4096}, {"layer": "out", "M": 16, "N": 4096, "K": 4096}]
+    monkeypatch.setattr(
+        layers, "_members", lambda plan: {i: layers.Member(i, built[i], layers.max_m(built[i].variant)) for i in ids}
+    )
+    samples, checks, per = layers.run(
+        _plan(built, ids, shapes), {"samples": 4, "warmup": 1, "sample_ms": 0.5}, 3, log=lambda *_: None
+    )
+    assert (checks.status == "ok").all() and len(checks) == 2 * (3 + 2)  # M = 16: not the one-token build
+    l2 = cupy.cuda.Device().attributes["L2CacheSize"]
+    assert set(samples.weights) == {"cold", "warm"}  # 32 MiB: in an H100's or H200's L2
+    cold = samples[samples.weights == "cold"]
+    assert (cold.copies * 4096 * 4096 * 2 >= 3 * l2).all() and set(cold["round"]) == {1, 2, 3, 4}
+    n = cold.groupby(["M", "kernel"]).size()
+    assert n[(1, "bf16_stream_max_m1")] == 4 and (16, "bf16_stream_max_m1") not in n
+    assert (samples.us > 0).all() and per.members.tolist() == [3, 2]
+
+
+def test_a_member_that_fails_its_check_is_a_row_and_is_not_timed(built, monkeypatch):
+    class Silent:  # binds a product that writes nothing: its output stays NaN
+        variant, _geom = built["cublas_bf16"].variant, None
+
+        def bind(self, *arrays, **_):
+            return lambda: None
+
+    members = {
+        "silent": layers.Member("silent", Silent()),
+        "cublas_bf16": layers.Member("cublas_bf16", built["cublas_bf16"]),
+    }
+    monkeypatch.setattr(layers, "_members", lambda plan: members)
+    shapes = [{"layer": "x", "M": 3, "N": 100, "K": 64}]
+    samples, checks, _ = layers.run(
+        {"kernels": {}, "shapes": shapes}, {"samples": 3, "warmup": 0}, 1, log=lambda *_: None
+    )
+    bad = checks[checks.kernel == "silent"]
+    assert bad.status.tolist() == ["failed"] and "NaN" in bad.reason.iloc[0]
+    assert set(samples.kernel) == {"cublas_bf16"}
+
+
+def test_the_read_rate_checks_its_sums_and_reads_near_the_cards_rate(tmp_path, arch):
+    micro = catalog.microbenchmarks()["read_stream"]
+    build.build_file(paths.KERNELS / micro["file"], micro["entries"], arch, tmp_path)
+    read = layers.read_rate(tmp_path / "kernel.cubin", log=lambda *_: None)
+    assert read.ok.all() and len(read) == len(layers.READ_PATTERNS) + 1
+    assert np.isfinite(read.bytes_per_s).all() and (read.bytes_per_s > 0).all()
+    assert read.bytes.max() >= 2**31  # 2 GiB: several times any L2
