@@ -12,11 +12,6 @@
 // operands, so the products pair up); (2) the block's WARPS warps take turns along K over its 16 rows, CHUNKS
 // chunks of the weight in flight per lane, PIPE: the next CHUNKS chunks' loads issued before this batch's
 // instructions.
-// (3) SPLIT > 1: split-K across blocks too, for weights of few rows (4096 rows are 256 blocks, two per SM: too
-// few loads in flight at 16 tokens): block (x, s) sums the s-th of SPLIT slices of K, writes its partial sums to
-// a workspace in global memory, and the last block of its 16 rows to arrive (a counter per row group) adds the
-// SPLIT partials in slice order, so the bits do not depend on which came last, writes C and sets the counter back
-// to 0 for the next launch. Launches of one build must not run at once on two streams (they share the counters).
 // Counters it should move: dram__bytes_read.sum.per_second to the read rate at M = 16, where stream.cu is held
 // by l1tex throughput (lg throttle). Where it comes from: the "swap A and B" of decoding GEMMs (TensorRT-LLM's
 // and Marlin's small-batch kernels put the weight on the instruction's M side), the PTX ISA's m16n8k16 fragment
@@ -26,18 +21,9 @@
 
 #include "../need.cuh"
 #include "geometry.cuh"
-NEED(MAX_M); NEED(WARPS); NEED(CHUNKS); NEED(PIPE); NEED(SPLIT);
+NEED(MAX_M); NEED(WARPS); NEED(CHUNKS); NEED(PIPE);
 #define TILES (MAX_M / 8)  // tiles of 8 tokens
 static_assert(MAX_M % 8 == 0, "MAX_M: tiles of 8 tokens");
-#define OUTS (TILES * 8 * 16)  // a block's sums: its tokens x 16 rows
-#if SPLIT > 1
-#define GROUPS_MAX_OR_0 GROUPS_MAX
-#define GROUPS_MAX 2048  // row groups the workspace holds: weights of up to 32768 rows split K, wider ones do not
-__device__ float split_part[GROUPS_MAX * SPLIT * OUTS];
-__device__ unsigned split_count[GROUPS_MAX];
-#else
-#define GROUPS_MAX_OR_0 0
-#endif
 
 BF16_GEOM(.rung = 0, .threads = WARPS * 32, .tma = 0);
 
@@ -85,30 +71,23 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     for (int j = 0; j < TILES; ++j) {
         acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
     }
-    // this block's slice of K, in chunks of 32: all of it unless K is split across blocks
-    const int split = SPLIT > 1 && gridDim.x <= GROUPS_MAX_OR_0 ? SPLIT : 1;
-    if ((int)blockIdx.y >= split) {
-        return;  // a weight too wide for the workspace: the first block of each row group takes all of K
-    }
-    const int per = ((K + 31) / 32 + split - 1) / split * 32;
-    const int lo = blockIdx.y * per, hi = min(K, lo + per);
     const uint4 zero = make_uint4(0, 0, 0, 0);
     constexpr int STRIDE = WARPS * 32;
     uint4 wa[CHUNKS], wb[CHUNKS];
     if (PIPE) {
-        load_rows(w0, w1, lo + warp * 32, STRIDE, t, hi, wa, wb);
+        load_rows(w0, w1, warp * 32, STRIDE, t, K, wa, wb);
     }
-    for (int k = lo + warp * 32; k < hi; k += STRIDE * CHUNKS) {
+    for (int k = warp * 32; k < K; k += STRIDE * CHUNKS) {
         uint4 na[CHUNKS], nb[CHUNKS];
         if (PIPE) {
-            load_rows(w0, w1, k + STRIDE * CHUNKS, STRIDE, t, hi, na, nb);
+            load_rows(w0, w1, k + STRIDE * CHUNKS, STRIDE, t, K, na, nb);
         } else {
-            load_rows(w0, w1, k, STRIDE, t, hi, wa, wb);
+            load_rows(w0, w1, k, STRIDE, t, K, wa, wb);
         }
 #pragma unroll
         for (int u = 0; u < CHUNKS; ++u) {
             const int kk = k + u * STRIDE;
-            const bool in = kk + 8 * t < hi;
+            const bool in = kk + 8 * t < K;
 #pragma unroll
             for (int j = 0; j < TILES; ++j) {
                 const uint4 x = in && live[j] ? __ldg(reinterpret_cast<const uint4 *>(a[j] + kk)) : zero;
@@ -133,54 +112,15 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
         part[warp][j * 8 + 2 * t + 1][g + 8] = acc[j][3];
     }
     __syncthreads();
-    if (split == 1) {
-        for (int i = threadIdx.x; i < OUTS; i += WARPS * 32) {
-            const int m = i >> 4, r = i & 15;
-            float v = 0.0f;
-#pragma unroll
-            for (int w = 0; w < WARPS; ++w) {
-                v += part[w][m][r];
-            }
-            if (m < M && n0 + r < N) {
-                C[(size_t)m * N + n0 + r] = v;
-            }
-        }
-        return;
-    }
-#if SPLIT > 1
-    float *mine = split_part + ((size_t)blockIdx.x * SPLIT + blockIdx.y) * OUTS;
-    for (int i = threadIdx.x; i < OUTS; i += WARPS * 32) {
+    for (int i = threadIdx.x; i < TILES * 8 * 16; i += WARPS * 32) {
+        const int m = i >> 4, r = i & 15;
         float v = 0.0f;
 #pragma unroll
         for (int w = 0; w < WARPS; ++w) {
-            v += part[w][i >> 4][i & 15];
-        }
-        mine[i] = v;
-    }
-    __threadfence();  // this block's partials visible before its count
-    __syncthreads();
-    __shared__ bool last;
-    if (threadIdx.x == 0) {
-        last = atomicAdd(&split_count[blockIdx.x], 1u) == (unsigned)split - 1;
-    }
-    __syncthreads();
-    if (!last) {
-        return;
-    }
-    __threadfence();
-    const float *all = split_part + (size_t)blockIdx.x * SPLIT * OUTS;
-    for (int i = threadIdx.x; i < OUTS; i += WARPS * 32) {
-        const int m = i >> 4, r = i & 15;
-        float v = 0.0f;
-        for (int q = 0; q < SPLIT; ++q) {  // in slice order: the same bits whichever block came last
-            v += __ldcg(all + (size_t)q * OUTS + i);
+            v += part[w][m][r];
         }
         if (m < M && n0 + r < N) {
             C[(size_t)m * N + n0 + r] = v;
         }
     }
-    if (threadIdx.x == 0) {
-        split_count[blockIdx.x] = 0;  // for the next launch
-    }
-#endif
 }
