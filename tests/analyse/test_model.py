@@ -91,17 +91,22 @@ def test_a_bad_model_entry_is_named(cfg, edit, said):
         assert said in msg and "\n" not in msg, msg
 
 
-def test_a_model_section_that_is_off_changes_no_digest_and_no_replays_settings(cfg):
-    """The archives were measured before the section existed: while it is off, the configuration's digest and
-    the settings a replay compares are those of a configuration without it."""
+def test_the_model_section_changes_no_digest_and_no_replays_settings(cfg):
+    """The model step is an addition that changes no other number and records its own section (its meta.json):
+    on or off, the configuration's digest and the settings a replay compares are those of a configuration
+    without it, so an archive made with the model replays under the default configuration without a caveat on
+    every page, and the archives made before the section existed stay current."""
     without = {k: v for k, v in cfg.items() if k != "model"}
     assert config.digest(cfg) == config.digest(without)
     other = copy.deepcopy(cfg)
     other["model"]["name"] = "another"
-    assert config.digest(other) == config.digest(cfg)
     on = copy.deepcopy(cfg)
     on["model"]["enabled"] = True
-    assert config.digest(on) != config.digest(cfg) and "model" in config.measured(on)
+    assert config.digest(other) == config.digest(on) == config.digest(cfg)
+    assert "model" not in config.measured(on) and "tokens" not in str(config.measured(on))
+    changed = copy.deepcopy(cfg)
+    changed["seed"] += 1  # a setting of the study still counts
+    assert config.digest(changed) != config.digest(cfg)
 
 
 def test_a_config_without_the_model_section_is_valid_and_one_that_turns_it_on_without_models_is_not(cfg):

@@ -65,7 +65,10 @@ HOST_BUILT_IDS = [v.id for v in VARIANT_LIST if v.kind == "cpu" and v.is_built]
 ALL_IDS = list(VARIANTS)
 # A real model's layers (config `model`, workflow/rules/model.smk): the builds its step loads, built like the
 # others but measured only there (they are not in ALL_IDS: no set of their own, no profile).
-MODEL_ON = config["model"]["enabled"]
+# A replay shows the model whenever the archive holds its step (it changes no other number).
+MODEL_ON = config["model"]["enabled"] or (
+    ARCHIVE is not None and (Path(ARCHIVE) / "raw" / "model" / "meta.json").is_file()
+)
 MODEL_IDS = [
     v.id for v in gpumm_config.model_variants(config) if gpumm_catalog.runs_on(v, ARCH)
 ]

@@ -1,6 +1,6 @@
 # A real model's layers (config `model`, issue 40): every kernel of model.kernels on the fitted shapes, the
 # dispatcher's rule fitted on them, then the dispatcher and cuBLAS BF16 on every shape, held-out ones included.
-# Nothing here while the model is off (the default study).
+# Nothing here while the model is off (the default study), except in a replay of an archive that holds it.
 
 if MODEL_ON and MODE == "measure":
 

@@ -330,10 +330,10 @@ NOT_MEASURED_KEYS = ("mode", "replay_from", "cluster", "gpus")  # where and how 
 
 
 def measured(config: dict) -> dict:
-    """The effective config without the keys that do not change the measurements (and without the model section
-    while it is off: a run that times no model layer measures the same whatever it names)."""
-    off = not (config.get("model") or {}).get("enabled")
-    return {k: v for k, v in config.items() if k not in NOT_MEASURED_KEYS and not (k == "model" and off)}
+    """The effective config without the keys that do not change the study's measurements, and without the model
+    section: the model step is an addition that changes no other number, and it records its own section in its
+    meta.json (the model page shows the one it ran with)."""
+    return {k: v for k, v in config.items() if k not in NOT_MEASURED_KEYS and k != "model"}
 
 
 def digest(config: dict) -> str:
