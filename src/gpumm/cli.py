@@ -82,7 +82,8 @@ MISSING = {  # a module a step needs that this installation lacks: what it is an
 # errors that describe a user's input or setup: one line, exit 2, no traceback (module.Class)
 USER_ERRORS = """gpumm.setup.catalog.CatalogError gpumm.setup.config.ConfigError gpumm.setup.manifest.Damaged
 gpumm.setup.values.ValueProblem gpumm.build.nvcc.BuildError gpumm.run.gpulock.Busy gpumm.profile.nvprof.NvprofError
-gpumm.archive.reference.ArchiveError gpumm.analyse.tables.MixedRun gpumm.report.execute.Unreadable""".split()
+gpumm.archive.reference.ArchiveError gpumm.analyse.tables.MixedRun gpumm.report.execute.Unreadable
+gpumm.archive.provenance.ProvenanceError""".split()
 
 
 def _user_error(exc: Exception) -> bool:

@@ -2,6 +2,7 @@
 
 import os
 import platform
+import re
 import shutil
 import subprocess
 import time
@@ -18,10 +19,24 @@ def _run(cmd: list[str]) -> str:
         return ""
 
 
+COMMIT = re.compile(r"[0-9a-f]{7,40}(\+dirty)?")
+
+
+class ProvenanceError(ValueError):
+    """A record the provenance cannot take (a commit that is not one)."""
+
+
 def git_commit() -> str:
-    """The commit of the project tree, '+dirty' when it has changes; env GPUMM_GIT_COMMIT wins."""
-    if os.environ.get("GPUMM_GIT_COMMIT"):
-        return os.environ["GPUMM_GIT_COMMIT"]
+    """The commit of the project tree, '+dirty' when it has changes; env GPUMM_GIT_COMMIT wins (a copy of the
+    tree without its history), and must be a commit's hash: anything else is refused, not recorded."""
+    given = os.environ.get("GPUMM_GIT_COMMIT")
+    if given:
+        if not COMMIT.fullmatch(given):
+            raise ProvenanceError(
+                f"GPUMM_GIT_COMMIT = {given!r} is not a commit: give the tree's hash (git rev-parse HEAD), seven to "
+                "forty hexadecimal digits, '+dirty' after it where the tree has changes"
+            )
+        return given
     sha = _run(["git", "-C", str(paths.ROOT), "rev-parse", "HEAD"])
     if not sha:
         return "unknown"
