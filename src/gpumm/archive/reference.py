@@ -215,6 +215,7 @@ def choose(name: str, root: Path = paths.REFERENCE) -> Path:
 
 
 COST_COLUMNS = ["archive", "gpu", "date", "wall_s", "gpu_busy_s", "gpu_busy_share", "steps", "cores", "gpu_worker"]
+COST_COLUMNS += ["model_s"]  # the model's layers (the layers steps, opt-in: workflow/configs/model.yaml), 0 if none
 
 
 def costs(root: Path = paths.REFERENCE) -> list[dict]:
@@ -230,7 +231,8 @@ def costs(root: Path = paths.REFERENCE) -> list[dict]:
                 "archive": p.name,
                 "gpu": (r.get("gpu") or {}).get("name"),
                 "date": provenance(p).get("date", "")[:10],
-                **{k: r.get(k) for k in COST_COLUMNS[3:]},
+                **{k: r.get(k) for k in COST_COLUMNS[3:-1]},
+                "model_s": (r.get("seconds_by_step") or {}).get("layers", 0.0),
             }
         )
     return rows

@@ -115,10 +115,13 @@ def headline_table(runs: list[Archived]) -> str:
             if key in h.index:
                 put(what, k, str(h.at[key, "value"]))
         busy = a.run.get("gpu_busy_share")
+        layers = (a.run.get("seconds_by_step") or {}).get("layers", 0.0)
         put(
-            "The whole default study, wall time",
+            "The whole study, wall time",
             k,
-            f"{a.run['wall_s']:.1f} s" + (f" (GPU busy {busy:.0%})" if busy is not None else ""),
+            f"{a.run['wall_s']:.1f} s"
+            + (f" (GPU busy {busy:.0%})" if busy is not None else "")
+            + (f"; with the model's layers, whose two steps took {layers:.0f} s of it" if layers else ""),
         )
     head = [
         f"{_gpu(a)} (`{a.name}`, {a.provenance.get('date', '')[:10]}, {a.provenance.get('git_commit', '')[:7]})"

@@ -126,12 +126,14 @@ def study_cost(costs: pd.DataFrame | None) -> str:
             "gpu_busy_s": "GPU busy (s)",
             "gpu_busy_share": "GPU busy (share of wall time)",
             "gpu_worker": "GPU worker",
+            "model_s": "of it the model's layers (s)",
         }
     )
     return (
-        "<p>The whole default study, <code>snakemake --cores all</code> from a tree with nothing built to this "
+        "<p>The whole study, <code>snakemake --cores all</code> from a tree with nothing built to this "
         "report, as each archived run recorded it (<code>run.json</code>, written by "
-        "<code>src/gpumm/archive/runrecord.py</code>):</p>" + table_html(rows)
+        "<code>src/gpumm/archive/runrecord.py</code>); where a run timed the model's layers too (opt-in: "
+        "<code>--configfile workflow/configs/model.yaml</code>), the seconds of its two steps:</p>" + table_html(rows)
     )
 
 
