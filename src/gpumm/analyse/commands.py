@@ -40,6 +40,6 @@ def register(sub) -> None:
 
     s = sub.add_parser("model-rule", help="fit the dispatcher's rule on the model step's shapes")
     s.add_argument("--raw", required=True, help="the model step's folder (samples.csv, checks.csv)")
-    s.add_argument("--reference", default="cublas_bf16")
+    s.add_argument("--reference", default="cublas_bf16", help="the kernel every other is held to, never picked")
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_model_rule)

@@ -11,11 +11,11 @@ fitted; the dispatch step times the rule there too, and the page says which shap
 Pure functions on tables, tested on the CPU.
 """
 
-import math
-
 import pandas as pd
 
-M_WEIGHT = 4.0  # an octave of M counts as much as four of N or K
+from gpumm.run.layers import M_WEIGHT, distance, pick  # the rule applied, as the dispatch step applies it
+
+__all__ = ["M_WEIGHT", "distance", "fit", "pick", "table"]
 
 
 def fit(samples: pd.DataFrame, checks: pd.DataFrame, reference: str) -> dict:
@@ -32,22 +32,6 @@ def fit(samples: pd.DataFrame, checks: pd.DataFrame, reference: str) -> dict:
     if not points:
         raise ValueError("no fitted shape: the model step timed no kernel but the reference")
     return {"reference": reference, "m_weight": M_WEIGHT, "points": points}
-
-
-def distance(rule: dict, point: dict, M: int, N: int, K: int) -> float:
-    """How far a fitted shape is from M x N x K: octaves of M (times the rule's weight), of N and of K."""
-    w = rule.get("m_weight", M_WEIGHT)
-    return w * abs(math.log2(M / point["M"])) + abs(math.log2(N / point["N"])) + abs(math.log2(K / point["K"]))
-
-
-def pick(rule: dict, M: int, N: int, K: int, max_m: dict[str, int | None]) -> str:
-    """The kernel the rule gives M x N x K: the nearest fitted shape's fastest kernel that takes M tokens
-    (``max_m``: each kernel's MAX_M, None for any), else the next nearest shape's. ValueError if none takes it."""
-    for point in sorted(rule["points"], key=lambda p: distance(rule, p, M, N, K)):
-        for kid in point["ranking"]:
-            if kid in max_m and (max_m[kid] is None or M <= max_m[kid]):
-                return kid
-    raise ValueError(f"no kernel of the rule takes M = {M} (N = {N}, K = {K})")
 
 
 def table(rule: dict, shapes: pd.DataFrame, max_m: dict[str, int | None]) -> pd.DataFrame:

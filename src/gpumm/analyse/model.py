@@ -19,19 +19,17 @@ import math
 
 import pandas as pd
 
+from gpumm.run import layers
+
 A_BYTES, W_BYTES, C_BYTES = 2, 2, 4  # BF16 activations and weights, FP32 output
 COLUMNS = ["model", "layer", "M", "N", "K", "count", "bytes", "flops", "dram_us", "tensor_us", "bound_us", "regime"]
 
 
 def shapes(model: dict) -> pd.DataFrame:
     """Every (layer, M) of the configuration's model (``config["model"]``): layer, M, N, K and how many of that
-    layer one token passes through, in the configuration's order of layers, M ascending."""
-    spec = model["models"][model["name"]]
-    rows = [
-        {"model": model["name"], "layer": name, "M": m, "N": lay["n"], "K": lay["k"], "count": lay["count"]}
-        for name, lay in spec["layers"].items()
-        for m in sorted(model["tokens"])
-    ]
+    layer one token passes through, in the configuration's order of layers, M ascending (as the model step
+    takes them: gpumm.run.layers.shapes)."""
+    rows = [{"model": model["name"], **s} for s in layers.shapes(model)]
     return pd.DataFrame(rows, columns=COLUMNS[:6])
 
 

@@ -114,15 +114,10 @@ def headline_table(runs: list[Archived]) -> str:
         ):
             if key in h.index:
                 put(what, k, str(h.at[key, "value"]))
-        busy = a.run.get("gpu_busy_share")
-        layers = (a.run.get("seconds_by_step") or {}).get("layers", 0.0)
-        put(
-            "The whole study, wall time",
-            k,
-            f"{a.run['wall_s']:.1f} s"
-            + (f" (GPU busy {busy:.0%})" if busy is not None else "")
-            + (f"; with the model's layers, whose two steps took {layers:.0f} s of it" if layers else ""),
-        )
+        busy, layers = a.run.get("gpu_busy_share"), (a.run.get("seconds_by_step") or {}).get("layers", 0.0)
+        wall = f"{a.run['wall_s']:.1f} s" + (f" (GPU busy {busy:.0%})" if busy is not None else "")
+        wall += f"; with the model's layers, {layers:.0f} s of it" if layers else ""
+        put("The whole study, wall time", k, wall)
     head = [
         f"{_gpu(a)} (`{a.name}`, {a.provenance.get('date', '')[:10]}, {a.provenance.get('git_commit', '')[:7]})"
         for a in runs
@@ -221,14 +216,14 @@ def png_digest(png: Path) -> str | None:
 def cost_table(runs: list[Archived]) -> str:
     """What the whole study cost on each archive (its run.json)."""
     lines = [
-        "| archive | GPU | date | wall time | GPU busy | measuring | profiling | builds (CPU, beside the GPU) "
-        "| pages | steps |",
-        "| --- |" + " --- |" * 9,
+        "| archive | GPU | date | wall time | GPU busy | measuring | profiling | the model's layers "
+        "| builds (CPU, beside the GPU) | pages | steps |",
+        "| --- |" + " --- |" * 10,
     ]
     for a in runs:
         r, s = a.run, a.run.get("seconds_by_step", {})
         busy = f"{r['gpu_busy_s']:.1f} s ({r['gpu_busy_share']:.0%})" if r.get("gpu_busy_s") is not None else "—"
-        sec = [f"{s[k]:.1f} s" if k in s else "—" for k in ("measure", "profile", "build", "pages")]
+        sec = [f"{s[k]:.1f} s" if k in s else "—" for k in ("measure", "profile", "layers", "build", "pages")]
         machine = f"{_gpu(a)}, {r['cores']} CPU cores" if r.get("cores") else _gpu(a)
         lines.append(
             f"| `{a.name}` | {machine} | {a.provenance.get('date', '')[:10]} | **{r['wall_s']:.1f} s** | "

@@ -25,6 +25,7 @@ from gpumm.setup import files, paths
 START_HERE = [
     ("ladder", "race", "how far hand-written FP32 kernels get against cuBLAS, rung by rung, and why"),
     ("tensor", "DC-TENSOR", "the same memory lessons on the tensor cores, at {ratio} the FP32 peak's arithmetic rate"),
+    ("model", "DC-MODEL", "a real model's layers: one token streams the weights, a prompt races the tensor cores"),
     ("seed001", "S1-C1", "seed 001's claims, tested on this GPU"),
     ("memory_modes", "S1-C2", "what zero-copy and unified memory cost against explicit copies"),
     ("coalescing", "S0-T2", "reading along rows against along columns, the effect behind every rung"),
@@ -269,8 +270,9 @@ def write(tables: Path, out_dir: Path, studies: pd.DataFrame, status: Path | Non
     body = f"""{_failed_pages(status)}<h1>How memory decides the speed of GPU matrix multiply</h1>
 <p>Four classic studies of GPU matrix multiply and transpose, rebuilt: every kernel variant built, checked,
 timed and profiled on one GPU, every table and figure under the ID of the artefact it reproduces, beside the
-source's published numbers; then past the sources, a race of hand-written FP32 kernels against cuBLAS, and a
-second on the tensor cores (BF16) against cuBLAS BF16.</p>
+source's published numbers; then past the sources, a race of hand-written FP32 kernels against cuBLAS, a
+second on the tensor cores (BF16) against cuBLAS BF16, and, where the run timed them, a real model's linear layers
+from decoding one token to a prompt.</p>
 <h2 id="run">This run</h2>
 {_this_run(source, costs)}
 <h2 id="headlines">Headline numbers</h2>

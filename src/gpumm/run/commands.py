@@ -308,21 +308,20 @@ def _register_layers(sub) -> None:
 
 
 def cmd_layers(args):
-    from gpumm.analyse import model
     from gpumm.run import layers, measure
     from gpumm.setup import files, manifest, paths
 
     spec = args.model
     held = [t for t in spec.get("held_out", []) if t not in spec["tokens"]] if args.tokens == "all" else []
     tokens = spec["tokens"] + held
-    shapes = model.shapes({**spec, "tokens": tokens})
+    shapes = layers.shapes({**spec, "tokens": tokens})
     ids = [k for k in args.kernels.split(",") if k]
     kernels = {}
     for vid in ids:
         v = catalog.from_id(vid)
         kernels[vid] = str(paths.build_dir(vid) / v.binary_name) if v.is_cuda else None
     plan = {"kernels": kernels, "timed": [k for k in args.timed.split(",") if k] or ids}
-    plan["shapes"] = shapes[["layer", "M", "N", "K"]].to_dict("records")
+    plan["shapes"] = [{k: s[k] for k in ("layer", "M", "N", "K")} for s in shapes]
     if args.rule:
         plan["dispatch"] = json.loads(Path(args.rule).read_text())
     out = Path(args.out_dir)

@@ -79,10 +79,38 @@ def order(members: list, round_index: int) -> list:
 
 
 def _pick(rule, shape, members: dict) -> str:
-    from gpumm.analyse import dispatch
-
     M, N, K = shape
-    return dispatch.pick(rule, M, N, K, {i: m.max_m for i, m in members.items()})
+    return pick(rule, M, N, K, {i: m.max_m for i, m in members.items()})
+
+
+M_WEIGHT = 4.0  # an octave of M counts as much as four of N or K
+
+
+def distance(rule: dict, point: dict, M: int, N: int, K: int) -> float:
+    """How far a fitted shape is from M x N x K: octaves of M (times the rule's weight), of N and of K."""
+    w = rule.get("m_weight", M_WEIGHT)
+    return w * abs(math.log2(M / point["M"])) + abs(math.log2(N / point["N"])) + abs(math.log2(K / point["K"]))
+
+
+def pick(rule: dict, M: int, N: int, K: int, max_m: dict[str, int | None]) -> str:
+    """The kernel the rule gives M x N x K: the nearest fitted shape's fastest kernel that takes M tokens
+    (``max_m``: each kernel's MAX_M, None for any), else the next nearest shape's. ValueError if none takes it."""
+    for point in sorted(rule["points"], key=lambda p: distance(rule, p, M, N, K)):
+        for kid in point["ranking"]:
+            if kid in max_m and (max_m[kid] is None or M <= max_m[kid]):
+                return kid
+    raise ValueError(f"no kernel of the rule takes M = {M} (N = {N}, K = {K})")
+
+
+def shapes(model: dict) -> list[dict]:
+    """Every (layer, M) of the configuration's model section: layer, M, N, K and how many of that layer one token
+    passes through, in the configuration's order of layers, M ascending."""
+    spec = model["models"][model["name"]]
+    return [
+        {"layer": name, "M": m, "N": lay["n"], "K": lay["k"], "count": lay["count"]}
+        for name, lay in spec["layers"].items()
+        for m in sorted(model["tokens"])
+    ]
 
 
 def check_shape(cupy, members: dict, picks: dict, shape, seed: int) -> tuple[list[dict], object, object]:
