@@ -1,3 +1,9 @@
+#!/usr/bin/env bash
+# The model step and the dispatch step by hand on a lent GPU machine (issue 40), without the rest of the study:
+# the kernels' cubins come built (carried as results/carry/build/<variant>/kernel.cubin, with read_stream's),
+# the model section from config.yaml. `bash tools/model/step.sh NAME` (after the device README's install line);
+# the steps' files, their consoles and the rule into $OUT/NAME.tgz. The pipeline's own way is
+# `snakemake --cores 1 --configfile workflow/configs/model.yaml` (rules model, model_rule, model_dispatch).
 set -u
 cp -r results/carry/build results/ 2>/dev/null || { mkdir -p results; cp -r results/carry/build results/build; }
 K=bf16_stream_max_m1,bf16_stream_max_m8,bf16_stream_mma_w8,bf16_stream_mma_w16,bf16_stream_mma_w8pipe,bf16_stream_mma_m64,bf16_persistent,bf16_cluster,bf16_pingpong,cublas_bf16
