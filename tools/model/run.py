@@ -1,7 +1,9 @@
-"""The decode end of a real model's layers on one GPU (issue 40, step 2 exploration): the weight-streaming
-kernels (stream.cu: a warp per ROWS rows, or a block of warps splitting K per ROWS rows) against cuBLAS BF16 at M = 1
-and 16 tokens, every layer of the configuration's model, weights cold and warm, each held to the DRAM bound of its
-shape (gpumm.analyse.model).
+"""The decode end of a real model's layers on one GPU (issue 40, step 2 exploration): weight-streaming candidates
+against cuBLAS BF16 at M = 1 to 64 tokens, every layer of the configuration's model, weights cold and warm, each
+held to the DRAM bound of its shape (gpumm.analyse.model). The candidates: a warp per ROWS rows (tools/model/
+stream.cu, CUBIN), and the catalog's kernel files built here with other defines (nvcc, on this machine): split-K
+inside a block (kernels/matmul_bf16/stream.cu), the tensor cores (stream_mma.cu); and catalog builds as they are,
+from results/build.
 
     python tools/model/run.py CUBIN OUT_DIR [--tokens 1,16]
 
@@ -10,7 +12,7 @@ and in FP32 sums) and the rounding check (random BF16 values) against the float6
 that fails is reported, not timed. Then timed in CUDA graphs of L launches, each launch on the next of C copies of
 the weight (cold: C copies over at least 3 times the L2, so no launch finds its weight in the L2; warm: one copy),
 15 samples after 3 warm-up graphs; per launch = the graph's time / L. The DRAM bound is the shape's bytes over the
-device-to-device copy rate measured here (bytes read plus written over the copy's time, as the bandwidth study).
+read rate the model step measures (gpumm.run.layers.read_rate: the read_stream micro-benchmark and the copy).
 Writes OUT_DIR/samples.csv (every sample) and OUT_DIR/summary.csv (medians, shares).
 """
 
@@ -27,90 +29,75 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from gpumm.analyse import model  # noqa: E402
-from gpumm.run import verify  # noqa: E402
+from gpumm.run import layers, verify  # noqa: E402
+from gpumm.setup import catalog  # noqa: E402
 
-# token count: the candidates (kernel, how it is launched: a warp or a block of 8 warps per ROWS rows, ROWS; or
-# "mma": a block of WARPS warps per 16 rows, taking M; or "race": a catalog variant, from results/build)
+# token count: the candidates (name, kind, defines): "warp" a warp per ROWS rows of tools/model/stream.cu; "split"
+# kernels/matmul_bf16/stream.cu and "mma" stream_mma.cu built here with these defines; "race" a catalog build
 CANDIDATES = {
-    1: [("split_m1_r1_w8", "block", 1), ("bf16_stream_max_m1", "race", 0), ("split_m1_r2_w8", "block", 2)],
-    16: [("mma_t2_w8_u2", "mma", 8), ("bf16_stream_mma_w8", "race", 0), ("mma_t2_w16_u2", "mma", 16)]
-    + [("bf16_stream_mma_w16", "race", 0)],
+    1: [("split_m1_r1_w8", "split", {"MAX_M": 1, "ROWS": 1, "WARPS": 8})]
+    + [("split_m1_r2_w8", "split", {"MAX_M": 1, "ROWS": 2, "WARPS": 8}), ("stream_m1_r8", "warp", {"ROWS": 8})]
+    + [("mma_t1_w8_u4", "mma", {"MAX_M": 8, "WARPS": 8, "CHUNKS": 4, "PIPE": 0}), ("bf16_stream_max_m1", "race", {})],
+    16: [("mma_t2_w8_u2", "mma", {"MAX_M": 16, "WARPS": 8, "CHUNKS": 2, "PIPE": 0})]
+    + [("mma_t2_w16_u2", "mma", {"MAX_M": 16, "WARPS": 16, "CHUNKS": 2, "PIPE": 0})]
+    + [("stream_m16_r4", "warp", {"ROWS": 4}), ("bf16_stream_mma_w8", "race", {})],
+    64: [
+        ("mma_t8_w8_u1_pipe", "mma", {"MAX_M": 64, "WARPS": 8, "CHUNKS": 1, "PIPE": 1}),
+        ("bf16_pingpong", "race", {}),
+    ],
 }
+FILES = {"split": ("matmul_bf16/stream.cu", "bf16_stream"), "mma": ("matmul_bf16/stream_mma.cu", "bf16_stream_mma")}
 SAMPLES, WARMUP = 15, 3
 
 
-def copy_rate(cupy) -> float:
-    """Device-to-device copy: bytes read plus written per second, median of 10 copies of 1 GiB."""
-    a = cupy.ones(1 << 28, dtype=cupy.float32)
-    b = cupy.empty_like(a)
-    times = []
-    for _ in range(12):
-        s, e = cupy.cuda.Event(), cupy.cuda.Event()
-        s.record()
-        b[...] = a
-        e.record()
-        e.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(s, e))
-    return 2 * a.nbytes / (float(np.median(times[2:])) * 1e-3)
+def built(file: str, defines: dict, arch: str) -> Path:
+    """A kernel file of kernels/ built with these defines (nvcc, a cubin in a folder of this process)."""
+    import subprocess
+    import tempfile
+
+    out = (
+        Path(tempfile.gettempdir())
+        / "model-cubins"
+        / (Path(file).stem + "".join(f"_{k}{v}" for k, v in defines.items()))
+    )
+    if not out.with_suffix(".cubin").is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        flags = [f"-D{k}={v}" for k, v in defines.items()]
+        cmd = [
+            "nvcc",
+            "-cubin",
+            f"-arch={arch}",
+            "-O3",
+            *flags,
+            "-o",
+            str(out.with_suffix(".cubin")),
+            str(ROOT / "kernels" / file),
+        ]
+        subprocess.run(cmd, check=True)
+    return out.with_suffix(".cubin")
 
 
-def launchers(cupy, mod, m: int, n: int, k: int):
-    """(name, bind(A, W, C) -> launch) of each streaming candidate for m tokens and of cuBLAS BF16 (FP32 out and
-    compute)."""
+def launchers(cupy, mod, m: int, n: int, k: int, arch: str):
+    """(name, bind(A, W, C) -> launch) of each candidate for m tokens and of cuBLAS BF16 (FP32 out and compute)."""
     from gpumm.run.launch import Launcher
     from gpumm.setup import catalog
 
-    def candidate(name: str, kind: str, rows: int):
+    def candidate(name: str, kind: str, d: dict):
         if kind == "race":
             race = Launcher(catalog.from_id(name), ROOT / "results" / "build" / name / "kernel.cubin")
             return name, lambda A, W, C: race.bind(A, W, C)
-        fn = mod.get_function(name)
-        if kind == "mma":  # rows: warps per block of 16 rows
-            grid, block = (math.ceil(n / 16),), (32 * rows,)
-
-            def bind_mma(A, W, C):
-                args = (A, W, C, np.int32(m), np.int32(n), np.int32(k))
-                return lambda: fn(grid, block, args)
-
-            return name, bind_mma
-        units = math.ceil(n / rows)  # blocks, or warps (8 to a block of 256 threads)
-        grid = (units,) if kind.startswith("block") else (math.ceil(units / 8),)
-        block = (512,) if kind == "block16" else (256,)
-
-        def bind(A, W, C):
-            args = (A, W, C, np.int32(n), np.int32(k))
-            return lambda: fn(grid, block, args)
-
-        return name, bind
+        if kind == "warp":  # 8 warps of ROWS rows a block: (A, W, C, N, K)
+            fn, grid, block = mod.get_function(f"stream_m{m}_r{d['ROWS']}"), (math.ceil(n / d["ROWS"] / 8),), (256,)
+            return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(n), np.int32(k)))
+        file, entry = FILES[kind]
+        fn = cupy.RawModule(path=str(built(file, d, arch))).get_function(entry)
+        rows = d.get("ROWS", 16)  # the tensor-core stream: 16 weight rows a block
+        grid, block = (math.ceil(n / rows),), (32 * d["WARPS"],)
+        return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(m), np.int32(n), np.int32(k)))
 
     lib = Launcher(catalog.from_id("cublas_bf16"))
     found = [candidate(*c) for c in CANDIDATES[m]]
     return [*found, ("cublas_bf16", lambda A, W, C: lib.bind(A, W, C, scratch=cupy.empty))]
-
-
-def read_rate(cupy, mod) -> float:
-    """The best read-only stream (read_u4, read_u8 of stream.cu at 4 to 16 blocks of 256 threads per SM) over 2 GiB:
-    bytes read per second, median of 10 after 2 warm-ups."""
-    n = 1 << 27  # 16-byte words
-    p = cupy.ones(4 * n, dtype=cupy.uint32)
-    out = cupy.zeros(1, dtype=cupy.uint32)
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    best = 0.0
-    for name in ("read_u4", "read_u8", "span_u4", "span_u8"):
-        fn = mod.get_function(name)
-        for per_sm in (2, 4, 8, 16):
-            times = []
-            for _ in range(12):
-                s, e = cupy.cuda.Event(), cupy.cuda.Event()
-                s.record()
-                fn((sms * per_sm,), (256,), (p, np.uint64(n), out))
-                e.record()
-                e.synchronize()
-                times.append(cupy.cuda.get_elapsed_time(s, e))
-            rate = p.nbytes / (float(np.median(times[2:])) * 1e-3)
-            print(f"read stream {name} x {per_sm} blocks per SM: {rate / 1e9:,.0f} GB/s", flush=True)
-            best = max(best, rate)
-    return best
 
 
 def verified(cupy, bind, m: int, n: int, k: int) -> str:
@@ -168,9 +155,13 @@ def main() -> None:
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["model"]
     cfg = {**cfg, "tokens": [int(t) for t in args.tokens.split(",")]}
     l2 = cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrL2CacheSize, 0)
-    copy = copy_rate(cupy)
-    rate = read_rate(cupy, mod)
-    name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    arch = "sm_90a" if (props["major"], props["minor"]) == (9, 0) else f"sm_{props['major']}{props['minor']}"
+    micro = catalog.microbenchmarks()["read_stream"]
+    read = layers.read_rate(built(micro["file"], {}, arch))
+    copy = float(read.set_index("pattern").bytes_per_s["device copy"])
+    rate = float(read[read.ok].bytes_per_s.max())
+    name = props["name"].decode()
     print(f"{name}: device copy {copy / 1e9:,.0f} GB/s, read {rate / 1e9:,.0f} GB/s, L2 {l2 >> 20} MiB", flush=True)
     b = model.bounds(model.shapes(cfg), rate, math.inf)
     rows, samples = [], []
@@ -179,7 +170,7 @@ def main() -> None:
         A = verify.bf16_random_inputs(11, m, 8, k, cupy)[0]
         weight = verify.bf16_random_inputs(13, 8, n, k, cupy)[1]
         cold = [weight] + [weight.copy() for _ in range(max(1, math.ceil(3 * l2 / weight.nbytes)))]
-        for kernel, bind in launchers(cupy, mod, m, n, k):
+        for kernel, bind in launchers(cupy, mod, m, n, k, arch):
             why = verified(cupy, bind, m, n, k)
             if why:
                 rows.append(
