@@ -114,8 +114,8 @@ def cmd_measure(args):
 def cmd_paired(args):
     import pandas as pd
 
-    from gpumm.run import measure, paired, races
-    from gpumm.setup import files, manifest, paths
+    from gpumm.run import paired, races
+    from gpumm.setup import files, paths
 
     ids = races.inputs_of(args.plan)
     samples, binaries = {}, {}
@@ -129,26 +129,27 @@ def cmd_paired(args):
     df = paired.run(args.plan, args.settings, args.seed, args.cpu_max_mnk, samples, binaries, order=args.order)
     out = Path(args.out_dir)
     files.write_csv(df, out / "samples.csv")
-    meta = {
-        "step": "paired",
-        "order": args.order,
-        "settings": {**races.SETTINGS, **args.settings},
-        "plan": args.plan,
-        "seed": args.seed,
-        "cpu_max_mnk": args.cpu_max_mnk,
-        "digests": {vid: catalog.from_id(vid).digest() for vid in ids},
-        "device": measure.device_identity(),
-        **_limits(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        "seconds": round(time.time() - started, 2),
-        "origin": "measured",
-        "files": {"samples.csv": manifest.entry(out / "samples.csv")},
-    }
-    files.write_text(out / "meta.json", files.json_text(meta, indent=1))
+    fields = {"order": args.order, "settings": {**races.SETTINGS, **args.settings}, "plan": args.plan}
+    fields |= {"seed": args.seed, "cpu_max_mnk": args.cpu_max_mnk}
+    _step_meta(out, "paired", started, ids, ["samples.csv"], fields)
     checks = df[df.phase == "check"]
     print(f"paired: {checks.status.value_counts().to_dict()} checks; {len(df[df.phase == 'sustained'])} blocks timed")
     for r in checks[checks.status == "failed"].itertuples():
         print(f"  FAILED {r.variant} at {r.M}x{r.N}x{r.K}: {r.reason}", file=sys.stderr)
+
+
+def _step_meta(out: Path, step: str, started: float, ids: list[str], names: list[str], fields: dict) -> None:
+    """A step's meta.json: its own fields, then what every GPU step records (the digest of each variant it ran,
+    the device and its limits, when it started and for how long, the files it wrote as written)."""
+    from gpumm.run import measure
+    from gpumm.setup import files, manifest
+
+    meta = {"step": step, **fields, "digests": {vid: catalog.from_id(vid).digest() for vid in ids}}
+    meta |= {"device": measure.device_identity(), **_limits()}
+    meta |= {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started))}
+    meta |= {"seconds": round(time.time() - started, 2), "origin": "measured"}
+    meta["files"] = {name: manifest.entry(out / name) for name in names}
+    files.write_text(out / "meta.json", files.json_text(meta, indent=1))
 
 
 def _limits() -> dict:
@@ -308,8 +309,8 @@ def _register_layers(sub) -> None:
 
 
 def cmd_layers(args):
-    from gpumm.run import layers, measure
-    from gpumm.setup import files, manifest, paths
+    from gpumm.run import layers
+    from gpumm.setup import files, paths
 
     spec = args.model
     held = [t for t in spec.get("held_out", []) if t not in spec["tokens"]] if args.tokens == "all" else []
@@ -333,21 +334,9 @@ def cmd_layers(args):
         written["read.csv"] = read
     for name, df in written.items():
         files.write_csv(df, out / name)
-    meta = {
-        "step": "layers",
-        "tokens": args.tokens,
-        "model": spec,
-        "plan": {k: v for k, v in plan.items() if k != "shapes"},
-        "settings": {**layers.SETTINGS, **spec.get("timing", {})},
-        "seed": args.seed,
-        "digests": {vid: catalog.from_id(vid).digest() for vid in ids},
-        "device": measure.device_identity(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-        "seconds": round(time.time() - started, 2),
-        "origin": "measured",
-        "files": {name: manifest.entry(out / name) for name in written},
-    }
-    files.write_text(out / "meta.json", files.json_text(meta, indent=1))
+    fields = {"tokens": args.tokens, "model": spec, "plan": {k: v for k, v in plan.items() if k != "shapes"}}
+    fields |= {"settings": {**layers.SETTINGS, **spec.get("timing", {})}, "seed": args.seed}
+    _step_meta(out, "layers", started, ids, list(written), fields)
     failed = checks[checks.status == "failed"]
     print(f"layers: {len(per_shape)} shapes, {len(samples)} samples, {len(failed)} failed checks")
     for r in failed.itertuples():
