@@ -145,3 +145,15 @@ def test_a_run_without_the_model_has_empty_tables_with_their_columns(tmp_path):
     (tmp_path / "raw" / "model").mkdir(parents=True)  # a replayed archive without it: a note in each file's place
     (tmp_path / "raw" / "model" / "meta.json").write_text('{"status": "not measured", "reason": "not in the archive"}')
     assert layers.tables(tmp_path, GPU)["model_rates"].empty
+
+
+def test_a_kernel_whose_code_changed_since_the_step_is_marked_stale(run):
+    from gpumm.setup import catalog
+
+    meta = run / "raw" / "model" / "meta.json"
+    m = json.loads(meta.read_text())
+    m["digests"] = {"cublas_bf16": catalog.from_id("cublas_bf16").digest(), "stream": "0123456789abcdef"}
+    meta.write_text(json.dumps(m))
+    r = layers.tables(run, GPU)["model_rates"]
+    assert set(r[r.stale].picks) == {"stream"}  # not in today's catalog: its numbers stand for no code here
+    assert not r[r.kernel == "cublas_bf16"].stale.any()

@@ -27,7 +27,7 @@ from gpumm.setup import hardware
 READ = ["pattern", "ok", "bytes", "ms", "bytes_per_s", "chosen"]
 SHAPES = [*model.COLUMNS, "fitted", "weight_bytes", "copies", "warm", "members", "failed"]
 RATES = ["layer", "M", "N", "K", "kernel", "role", "picks", "weights", "step", "n", "median_us", "q1_us", "q3_us"]
-RATES += ["tflops", "gbps", "of_bound", "of_dram", "of_tensor", "of_reference", "round_ratio"]
+RATES += ["tflops", "gbps", "of_bound", "of_dram", "of_tensor", "of_reference", "round_ratio", "stale"]
 DISPATCH = ["layer", "M", "N", "K", "fitted", "kernel", "from", "median_us", "reference_us", "of_reference"]
 DISPATCH += ["round_ratio", "of_bound", "regime", "goal", "met"]
 TOKENS = ["phase", "M", "kernel", "step_us", "per_token_us", "reference_step_us", "of_reference"]
@@ -70,6 +70,8 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     s = pd.concat(samples, ignore_index=True)
     shapes = shape_table(spec, pd.concat(per_shape, ignore_index=True), s, rate, peak)
     rates = rate_table(s, shapes, reference)
+    changed = stale({**meta.get("digests", {}), **picked_meta.get("digests", {})})
+    rates["stale"] = rates.picks.isin(changed)
     out = {"model_read": read, "model_shapes": shapes, "model_rates": rates}
     out["model_dispatch"] = dispatch_table(rates, shapes, rule)
     out["model_tokens"] = token_table(rates, shapes, reference)
@@ -78,6 +80,21 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
         {"layer": layers.layer, "N": layers.N, "K": layers.K}
         | {"crossover_m": [model.crossover(n, k, rate, peak) for n, k in zip(layers.N, layers.K)]}
     )[CROSSOVER]
+    return out
+
+
+def stale(digests: dict[str, str]) -> set[str]:
+    """The kernels whose code changed since the model step timed them (the digest it recorded is not today's, or
+    the catalog no longer has them): their numbers are the old code's."""
+    from gpumm.setup import catalog
+
+    out = set()
+    for vid, recorded in digests.items():
+        try:
+            if catalog.from_id(vid).digest() != recorded:
+                out.add(vid)
+        except catalog.CatalogError:
+            out.add(vid)
     return out
 
 
@@ -120,6 +137,7 @@ def rate_table(samples: pd.DataFrame, shapes: pd.DataFrame, reference: str) -> p
     med = ratios.groupby(level=["step", "layer", "M", "weights"]).median().stack().rename("round_ratio")
     t = t.join(med, on=["step", "layer", "M", "weights", "kernel"])
     t["role"] = np.where(t.kernel == reference, "reference", np.where(t.kernel == "dispatch", "dispatcher", "kernel"))
+    t["stale"] = False  # set by tables() from the steps' digests
     return t[RATES]
 
 
