@@ -230,12 +230,21 @@ def run(plan: dict, settings: dict, seed: int, log=print) -> tuple[pd.DataFrame,
         picks = {m: m for m in members if m != "dispatch" and not takes(members[m], shape[0], shape[2])}
         if rule is not None:
             picks["dispatch"] = _pick(rule, shape, members)
-        with stream:
-            rows, A, Bt = check_shape(cupy, members, picks, shape, seed)
-            checks += [key | r for r in rows]
-            failed = {r["kernel"] for r in rows if r["status"] == "failed"}
-            ok = [m for m in picks if m not in failed]
-            timed, state = time_shape(cupy, members, picks, ok, A, Bt, shape, l2, settings)
+        try:
+            with stream:
+                rows, A, Bt = check_shape(cupy, members, picks, shape, seed)
+                checks += [key | r for r in rows]
+                failed = {r["kernel"] for r in rows if r["status"] == "failed"}
+                ok = [m for m in picks if m not in failed]
+                timed, state = time_shape(cupy, members, picks, ok, A, Bt, shape, l2, settings)
+        except cupy.cuda.memory.OutOfMemoryError as exc:  # a card too small for the shape's float64 references
+            cupy.get_default_memory_pool().free_all_blocks()
+            checks += [
+                key | {"kernel": m, "picks": picks[m], "status": "skipped", "reason": f"out of GPU memory: {exc}"}
+                for m in picks
+            ]
+            log(f"[{i}/{len(plan['shapes'])}] {s['layer']} M={shape[0]}: skipped, out of GPU memory ({exc})")
+            continue
         samples += [key | r for r in timed]
         shapes.append(key | {"members": len(picks), "failed": len(failed), "seconds": time.perf_counter() - started})
         shapes[-1] |= {k: state.get(k) for k in ("sm_clock_mhz", "sm_clock_min_mhz", "power_mean_w", "throttled")}
