@@ -25,7 +25,7 @@ from gpumm.setup import files, paths
 START_HERE = [
     ("ladder", "race", "how far hand-written FP32 kernels get against cuBLAS, rung by rung, and why"),
     ("tensor", "DC-TENSOR", "the same memory lessons on the tensor cores, at {ratio} the FP32 peak's arithmetic rate"),
-    ("model", "DC-MODEL", "a real model's layers: one token streams the weights, a prompt races the tensor cores"),
+    ("model", "DC-MODEL", "where one token streams the weights from DRAM and a prompt races the tensor cores"),
     ("seed001", "S1-C1", "seed 001's claims, tested on this GPU"),
     ("memory_modes", "S1-C2", "what zero-copy and unified memory cost against explicit copies"),
     ("coalescing", "S0-T2", "reading along rows against along columns, the effect behind every rung"),
