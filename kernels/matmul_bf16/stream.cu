@@ -13,7 +13,8 @@
 // nothing else matters at M = 1. Where it comes from: the GEMV kernels of inference engines (split-K GEMV, as in
 // FasterTransformer's and TensorRT-LLM's decoding kernels), and this project's exploration in tools/model/
 // (data/checks/model-decode: a warp per rows reached 49-65% of the bound on the 4096- and 6144-row layers, split-K
-// inside a block 82-96%). Shapes: M ≤ MAX_M (the launcher refuses larger), any N, K a multiple of 8.
+// inside a block 82-96%). Shapes: M ≤ MAX_M (the model step, gpumm.run.layers.takes, gives it no larger M; rows of C
+// past MAX_M would stay unwritten, as the checks' NaN poison shows), any N, K a multiple of 8 (16-byte loads).
 #include <stdint.h>
 
 #include "../need.cuh"

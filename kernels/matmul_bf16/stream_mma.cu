@@ -16,7 +16,8 @@
 // by l1tex throughput (lg throttle). Where it comes from: the "swap A and B" of decoding GEMMs (TensorRT-LLM's
 // and Marlin's small-batch kernels put the weight on the instruction's M side), the PTX ISA's m16n8k16 fragment
 // layouts, and this project's exploration (tools/model/stream.cu, data/checks/model-decode).
-// Shapes: M ≤ MAX_M (the launcher refuses larger), any N, K a multiple of 8.
+// Shapes: M ≤ MAX_M (the model step, gpumm.run.layers.takes, gives it no larger M; rows of C past MAX_M would stay
+// unwritten, as the checks' NaN poison shows), any N, K a multiple of 8 (16-byte loads).
 #include <stdint.h>
 
 #include "../need.cuh"

@@ -73,3 +73,13 @@ def test_no_kernel_taking_the_shape_is_an_error_not_a_guess():
         dispatch.pick(rule, 64, 4096, 4096, MAX_M)
     with pytest.raises(ValueError, match="no fitted shape"):
         dispatch.fit(samples({("out", 1, 4096, 4096, REF): 1.0}), NO_FAILS, REF)
+
+
+def test_the_shape_a_pick_comes_from_is_the_one_whose_ranking_gave_it():
+    """M = 17 is nearest the fitted M = 16, whose builds take at most 16 tokens: the pick falls through to a kernel
+    that shape also ranks (the race), so it comes from M = 16; a kernel no fitted shape ranks comes from none."""
+    rule = dispatch.fit(samples(TIMES), NO_FAILS, REF)
+    assert dispatch.origin(rule, 17, 4096, 4096, "race")["M"] == 16
+    assert dispatch.origin(rule, 2, 4096, 4096, "mma16")["M"] == 1
+    with pytest.raises(ValueError, match="ranks nothing|no fitted shape of the rule ranks"):
+        dispatch.origin(rule, 1, 4096, 4096, REF)

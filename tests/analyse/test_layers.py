@@ -89,6 +89,7 @@ def test_the_bound_reads_at_the_fastest_pattern_whose_sums_checked(run):
     bytes_a1 = model.moved(1, 4096, 4096)
     assert s.loc[("a", 1), "dram_us"] == pytest.approx(bytes_a1 / 3.0e12 * 1e6)
     assert s.loc[("a", 1), "regime"] == "DRAM-bound" and s.loc[("a", 1024), "regime"] == "tensor-bound"
+    assert s.loc[("a", 8), "members"] == 2  # a held-out shape's members: the dispatch step's record
     assert s.fitted.to_dict() == {("a", 1): True, ("a", 8): False, ("a", 1024): True} | {
         ("b", 1): True,
         ("b", 8): False,

@@ -124,3 +124,19 @@ def test_the_read_rate_checks_its_sums_and_reads_near_the_cards_rate(tmp_path, a
     assert read.ok.all() and len(read) == len(layers.READ_PATTERNS) + 1
     assert np.isfinite(read.bytes_per_s).all() and (read.bytes_per_s > 0).all()
     assert read.bytes.max() >= 2**31  # 2 GiB: several times any L2
+
+
+def test_the_dispatch_step_times_the_dispatcher_and_the_reference_only(built, monkeypatch):
+    """With a rule and a `timed` list (the dispatch step: cuBLAS BF16), every kernel is loaded for the rule to pick
+    from, and only the dispatcher (its pick checked again) and the reference are timed."""
+    ids = ["bf16_stream_max_m1", "bf16_stream_mma_w8", "cublas_bf16"]
+    members = {i: layers.Member(i, built[i], layers.max_m(built[i].variant)) for i in ids}
+    members["dispatch"] = layers.Member("dispatch")
+    monkeypatch.setattr(layers, "_members", lambda plan: members)
+    rule = {"m_weight": 4.0, "points": [{"layer": "out", "M": 1, "N": 4096, "K": 4096, "ranking": ids[:2]}]}
+    shapes = [{"layer": "out", "M": 1, "N": 4096, "K": 4096}, {"layer": "out", "M": 5, "N": 4096, "K": 4096}]
+    plan = {"kernels": {}, "shapes": shapes, "timed": ["cublas_bf16"], "dispatch": rule}
+    samples, checks, _ = layers.run(plan, {"samples": 3, "warmup": 1, "sample_ms": 0.5}, 5, log=lambda *_: None)
+    assert set(samples.kernel) == {"dispatch", "cublas_bf16"} and (checks.status == "ok").all()
+    picked = samples[samples.kernel == "dispatch"].groupby("M").picks.first().to_dict()
+    assert picked == {1: "bf16_stream_max_m1", 5: "bf16_stream_mma_w8"}  # 5 tokens: past the one-token build

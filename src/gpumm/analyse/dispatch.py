@@ -15,7 +15,7 @@ import pandas as pd
 
 from gpumm.run.layers import M_WEIGHT, distance, pick  # the rule applied, as the dispatch step applies it
 
-__all__ = ["M_WEIGHT", "distance", "fit", "pick", "table"]
+__all__ = ["M_WEIGHT", "distance", "fit", "origin", "pick"]
 
 
 def fit(samples: pd.DataFrame, checks: pd.DataFrame, reference: str) -> dict:
@@ -34,12 +34,10 @@ def fit(samples: pd.DataFrame, checks: pd.DataFrame, reference: str) -> dict:
     return {"reference": reference, "m_weight": M_WEIGHT, "points": points}
 
 
-def table(rule: dict, shapes: pd.DataFrame, max_m: dict[str, int | None]) -> pd.DataFrame:
-    """``shapes`` (layer, M, N, K, and whether fitted) with the kernel the rule picks for each and the fitted shape
-    it comes from."""
-    rows = []
-    for s in shapes.itertuples():
-        near = min(rule["points"], key=lambda p: distance(rule, p, s.M, s.N, s.K))
-        rows.append({**s._asdict(), "kernel": pick(rule, s.M, s.N, s.K, max_m)})
-        rows[-1]["from"] = f"{near['layer']} M={near['M']}"
-    return pd.DataFrame(rows).drop(columns="Index")
+def origin(rule: dict, M: int, N: int, K: int, kernel: str) -> dict:
+    """The fitted shape whose ranking gave ``kernel`` to M x N x K: the nearest one that ranks it (a pick falls
+    through to a further shape where no kernel of the nearest takes M)."""
+    ranked = [p for p in sorted(rule["points"], key=lambda p: distance(rule, p, M, N, K)) if kernel in p["ranking"]]
+    if not ranked:
+        raise ValueError(f"no fitted shape of the rule ranks {kernel}")
+    return ranked[0]
