@@ -171,6 +171,7 @@ GPU_COMMANDS = {
     "bandwidth",
     "overhead",
     "hierarchy",
+    "layers",
 }
 # steps that never touch the GPU themselves (the *-target steps run under ncu, inside a GPU step)
 CPU_COMMANDS = {"build", "build-micro", "replay", "replay-provenance", "replay-study", "collect", "index", "archive"}
@@ -184,6 +185,7 @@ CPU_COMMANDS |= {
     "docs",
     "check-config",
     "certify",
+    "model-rule",
 }
 
 
@@ -207,14 +209,14 @@ def _jobs(text):
     return jobs
 
 
-def _measure_plan(tree, cores: int) -> str:
+def _measure_plan(tree, cores: int, *more: str) -> str:
     """Snakemake's dry run (with the shell commands) of a measure-mode run in ``tree``, on a pretend GPU."""
     env = {
         **os.environ,
         gpu.FAKE_ENV: json.dumps({"ok": True, "reason": "", "name": "pretend", "arch": "sm_90", "l2_bytes": 50 << 20}),
     }
     out = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", str(cores), "--config", "mode=measure"],
+        [sys.executable, "-m", "snakemake", "-n", "-p", "--cores", str(cores), *more, "--config", "mode=measure"],
         cwd=tree,
         capture_output=True,
         text=True,
@@ -227,8 +229,9 @@ def _measure_plan(tree, cores: int) -> str:
 
 
 def test_every_gpu_job_declares_the_gpu_resource(tree):
-    """Plan a measure-mode run (a pretend GPU) and read each job's resources from Snakemake's dry run."""
-    text = _measure_plan(tree, 8)
+    """Plan a measure-mode run (a pretend GPU), the model's layers on, and read each job's resources from
+    Snakemake's dry run."""
+    text = _measure_plan(tree, 8, "--configfile", "workflow/configs/model.yaml")
     jobs = _jobs(text)
     steps = {step for _, _, step in jobs}
     assert GPU_COMMANDS <= steps, steps  # the dry run shows every GPU step
