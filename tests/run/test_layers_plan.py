@@ -32,7 +32,3 @@ def test_a_sample_is_long_enough_passes_every_copy_and_is_capped():
     assert layers.batch_for(0.1, 5, 2.0, 200) == 20
     assert layers.batch_for(13.0, 2, 2.0, 200) == 2  # a 13 ms launch: one pass over the copies
     assert layers.batch_for(0.0, 3, 2.0, 50) == 50
-
-
-def test_rounds_alternate_their_order():
-    assert layers.order(["a", "b", "c"], 0) == ["a", "b", "c"] and layers.order(["a", "b", "c"], 1) == ["c", "b", "a"]

@@ -69,10 +69,11 @@ ALL_IDS = list(VARIANTS)
 MODEL_ON = config["model"]["enabled"] or (
     ARCHIVE is not None and (Path(ARCHIVE) / "raw" / "model" / "meta.json").is_file()
 )
-MODEL_IDS = [
-    v.id for v in gpumm_config.model_variants(config) if gpumm_catalog.runs_on(v, ARCH)
+_MODEL = [
+    v for v in gpumm_config.model_variants(config) if gpumm_catalog.runs_on(v, ARCH)
 ]
-for _v in gpumm_config.model_variants(config):
+MODEL_IDS = [v.id for v in _MODEL]
+for _v in _MODEL:
     VARIANTS.setdefault(_v.id, _v)
 BUILD_IDS = CUDA_IDS + [
     v for v in MODEL_IDS if VARIANTS[v].is_cuda and v not in CUDA_IDS

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gpumm.run import clocks, timing, verify
+from gpumm.run import clocks, operations, pairing, timing, verify
 
 SETTINGS = {"samples": 10, "warmup": 2, "sample_ms": 2.0, "max_batch": 200, "cold_factor": 3.0}
 SAMPLE_COLUMNS = ["layer", "M", "N", "K", "kernel", "picks", "weights", "copies", "round", "batch", "us"]
@@ -67,15 +67,9 @@ def copies_for(weight_bytes: int, l2_bytes: int, factor: float) -> int:
 
 
 def batch_for(launch_ms: float, copies: int, sample_ms: float, max_batch: int) -> int:
-    """Launches in one sample: enough for ``sample_ms`` (each launch's time from its check), at least one pass over
-    the copies, at most ``max_batch``."""
-    want = math.ceil(sample_ms / launch_ms) if launch_ms > 0 else max_batch
-    return int(min(max_batch, max(copies, want, 1)))
-
-
-def order(members: list, round_index: int) -> list:
-    """The members in the plan's order on even rounds, reversed on odd ones."""
-    return members if round_index % 2 == 0 else members[::-1]
+    """Launches in one sample: enough for ``sample_ms`` (gpumm.run.timing.batch_size), at least one pass over the
+    copies, at most ``max_batch``."""
+    return min(max_batch, max(copies, timing.batch_size(launch_ms, sample_ms, max_batch)))
 
 
 def _pick(rule, shape, members: dict) -> str:
@@ -117,13 +111,11 @@ def check_shape(cupy, members: dict, picks: dict, shape, seed: int) -> tuple[lis
     """Both checks of every member of ``picks`` (member -> the kernel it launches) at one shape, one float64
     reference of each check for all: the rows, and the rounding check's inputs (A, Bt), which are then timed."""
     M, N, K = shape
+    op = operations.get("matmul_bf16")  # its inputs and float64 references, as every BF16 variant's checks make them
     rows, failed = [], set()
     for exact in (True, False):
-        make = verify.bf16_exact_inputs if exact else verify.bf16_random_inputs
-        A, Bt = make(seed, M, N, K, cupy)
-        a, bt = verify.bf16_values(A, cupy), verify.bf16_values(Bt, cupy)
-        ref, abs_ref, where = verify.reference(a, bt.T, 0, absolute=not exact)
-        del a, bt
+        A, Bt = op.inputs(exact, seed, M, N, K, cupy)
+        ref, abs_ref, where = op.reference([A, Bt], 0, absolute=not exact)  # 0: on the GPU
         for mid in picks:
             if mid in failed:
                 continue
@@ -210,7 +202,7 @@ def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, Bt, shape, l2
     watch.start()
     for r in range(settings["warmup"] + settings["samples"]):
         events = []
-        for mid, weights, n, run, batch in order(runs, r):
+        for mid, weights, n, run, batch in pairing.order(runs, r):
             s, e = cupy.cuda.Event(), cupy.cuda.Event()
             s.record()
             run()
