@@ -89,14 +89,7 @@ def stale(digests: dict[str, str]) -> set[str]:
     the catalog no longer has them): their numbers are the old code's."""
     from gpumm.setup import catalog
 
-    out = set()
-    for vid, recorded in digests.items():
-        try:
-            if catalog.from_id(vid).digest() != recorded:
-                out.add(vid)
-        except catalog.CatalogError:
-            out.add(vid)
-    return out
+    return {vid for vid, recorded in digests.items() if catalog.changed(vid, recorded)}
 
 
 def read_table(read: pd.DataFrame) -> pd.DataFrame:

@@ -130,11 +130,7 @@ def headline_table(runs: list[Archived]) -> str:
 def _stale(certified: dict[str, str], variant: str) -> bool:
     """Whether today's code no longer makes the archived numbers of ``variant`` (its digest is not the one its
     archive certifies, ``certified``: gpumm.archive.reference.certified)."""
-    try:
-        digest = catalog.from_id(variant).digest()
-    except catalog.CatalogError:
-        return True
-    return certified.get(variant) != digest
+    return catalog.changed(variant, certified.get(variant))
 
 
 def ladder_data(runs: list[Archived]) -> pd.DataFrame:

@@ -418,6 +418,15 @@ def _dedent(lines: list[str]) -> str:
     return "\n".join(x[cut:] if x[:cut].strip() == "" else x.lstrip() for x in lines)
 
 
+def changed(variant_id: str, recorded: str | None) -> bool:
+    """Whether today's code no longer makes the numbers measured under the digest ``recorded`` (None: none was
+    recorded) of ``variant_id``: its digest differs, or the catalog no longer has it."""
+    try:
+        return from_id(variant_id).digest() != recorded
+    except CatalogError:
+        return True
+
+
 def runs_on(variant: Variant, gpu_arch: str) -> bool:
     """Whether ``variant`` can run on a GPU of ``gpu_arch`` (sm_90, sm_80, ...): an sm_90a kernel only on sm_90."""
     return variant.arch is None or variant.arch.rstrip("a") == gpu_arch.rstrip("a")
