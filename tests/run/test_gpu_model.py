@@ -140,3 +140,28 @@ def test_the_dispatch_step_times_the_dispatcher_and_the_reference_only(built, mo
     assert set(samples.kernel) == {"dispatch", "cublas_bf16"} and (checks.status == "ok").all()
     picked = samples[samples.kernel == "dispatch"].groupby("M").picks.first().to_dict()
     assert picked == {1: "bf16_stream_max_m1", 5: "bf16_stream_mma_w8"}  # 5 tokens: past the one-token build
+
+
+def test_the_fp32_steps_check_and_time_the_ladders_kernels_against_sgemm(tmp_path, arch, monkeypatch):
+    """FP32 through the same step (op matmul, the weight as B = K x N): splitk's builds and cuBLAS SGEMM checked
+    at odd shapes (a cluster build's k split too), timed in the same rounds; then a rule picks among them."""
+    ids = ["splitk_b32x48", "splitk_b32x48c2", "cublas"]
+    members = {}
+    for vid in ids:
+        v = catalog.from_id(vid)
+        binary = None
+        if v.is_cuda:
+            build.build(v, arch, tmp_path / vid)
+            binary = tmp_path / vid / v.binary_name
+        members[vid] = layers.Member(vid, Launcher(v, binary))
+    monkeypatch.setattr(layers, "_members", lambda plan: members)
+    shapes = [{"layer": "held-out", "M": 333, "N": 517, "K": 129}, {"layer": "held-out", "M": 4097, "N": 33, "K": 4095}]
+    plan = {"kernels": {}, "shapes": shapes, "op": "matmul"}
+    samples, checks, per = layers.run(plan, {"samples": 3, "warmup": 1, "sample_ms": 0.5}, 9, log=lambda *_: None)
+    assert (checks.status == "ok").all() and len(checks) == 2 * 2 * 3  # two checks, two shapes, three members
+    assert set(samples.kernel) == set(ids) and set(samples.weights) == {"cold", "warm"}  # B of 267 KB, 540 KB
+    members["dispatch"] = layers.Member("dispatch")
+    rule = {"m_weight": 1.0, "points": [{"layer": "fit", "M": 8192, "N": 32, "K": 8192, "ranking": ids[1:2]}]}
+    plan |= {"timed": ["cublas"], "dispatch": rule, "shapes": shapes[1:]}
+    samples, checks, _ = layers.run(plan, {"samples": 3, "warmup": 1, "sample_ms": 0.5}, 9, log=lambda *_: None)
+    assert set(samples.picks) == {"splitk_b32x48c2", "cublas"} and (checks.status == "ok").all()

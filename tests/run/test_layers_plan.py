@@ -32,3 +32,41 @@ def test_a_sample_is_long_enough_passes_every_copy_and_is_capped():
     assert layers.batch_for(0.1, 5, 2.0, 200) == 20
     assert layers.batch_for(13.0, 2, 2.0, 200) == 2  # a 13 ms launch: one pass over the copies
     assert layers.batch_for(0.0, 3, 2.0, 50) == 50
+
+
+def test_the_fp32_steps_shapes_are_the_fit_ones_then_the_held_out_ones_and_the_layers():
+    model = {
+        "tokens": [1, 1024],
+        "name": "tiny",
+        "models": {"tiny": {"source": "by hand", "layers": {"a": {"n": 64, "k": 32, "count": 2}}}},
+        "fp32": {"fit": [[8, 8, 8], [16, 4, 16]], "held_out": [[3, 5, 7], [8, 8, 8]], "tokens": [2]},
+    }
+    fit = layers.fp32_shapes(model, held_out=False)
+    assert [(s["layer"], s["M"], s["N"], s["K"]) for s in fit] == [("fit", 8, 8, 8), ("fit", 16, 4, 16)]
+    held = layers.fp32_shapes(model, held_out=True)
+    # a held-out shape that is also a fit shape is not held out: left out; then the layers at fp32.tokens only
+    assert [(s["layer"], s["M"], s["N"], s["K"]) for s in held] == [("held-out", 3, 5, 7), ("a", 2, 64, 32)]
+    assert layers.fp32_shapes({**model, "fp32": {**model["fp32"], "tokens": []}}, held_out=True)[-1]["M"] == 3
+
+
+def test_the_fp32_builds_of_the_model_steps_are_the_fp32_families_and_sgemm():
+    from gpumm.setup import config
+
+    cfg = {"tune": True, "model": {"enabled": True, "kernels": ["bf16_stream"], "reference": "cublas_bf16"}}
+    cfg["model"]["fp32"] = {"kernels": ["splitk", "streamk"], "reference": "cublas"}
+    ids = [v.id for v in config.model_builds(cfg, fp32=True)]
+    assert ids == ["splitk_b32x32", "splitk_b32x48", "splitk_b32x48c2", "streamk", "cublas"]
+    assert [v.id for v in config.model_builds(cfg, fp32=False)] == [
+        "bf16_stream_max_m1",
+        "bf16_stream_max_m8",
+        "cublas_bf16",
+    ]
+    assert [v.id for v in config.model_variants(cfg)][-1] == "cublas"
+    assert config.model_builds({**cfg, "model": {**cfg["model"], "enabled": False}}, fp32=True) == []
+
+
+def test_a_builds_tile_of_c_comes_from_its_defines():
+    assert layers.tile_of(catalog.from_id("splitk_b32x48c2")) == [32, 48]
+    assert layers.tile_of(catalog.from_id("prefetch_tile16")) == [16, 16]
+    assert layers.tile_of(catalog.from_id("streamk")) == [256, 128]
+    assert layers.tile_of(catalog.from_id("cublas")) is None

@@ -70,13 +70,23 @@ MODEL_ON = config["model"]["enabled"] or (
     ARCHIVE is not None and (Path(ARCHIVE) / "raw" / "model" / "meta.json").is_file()
 )
 _MODEL = [
-    v for v in gpumm_config.model_variants(config) if gpumm_catalog.runs_on(v, ARCH)
+    v
+    for v in gpumm_config.model_builds(config, fp32=False)
+    if gpumm_catalog.runs_on(v, ARCH)
+]
+_MODEL_FP32 = [
+    v
+    for v in gpumm_config.model_builds(config, fp32=True)
+    if gpumm_catalog.runs_on(v, ARCH)
 ]
 MODEL_IDS = [v.id for v in _MODEL]
-for _v in _MODEL:
+MODEL_FP32_IDS = [v.id for v in _MODEL_FP32]
+for _v in _MODEL + _MODEL_FP32:
     VARIANTS.setdefault(_v.id, _v)
 BUILD_IDS = CUDA_IDS + [
-    v for v in MODEL_IDS if VARIANTS[v].is_cuda and v not in CUDA_IDS
+    v
+    for v in dict.fromkeys(MODEL_IDS + MODEL_FP32_IDS)
+    if VARIANTS[v].is_cuda and v not in CUDA_IDS
 ]
 try:  # --report, --lint and the like set no cores
     _cores = workflow.cores
@@ -303,12 +313,14 @@ def collected_inputs(wildcards):
     }
 
 
-# the model step's files (gpumm.run.layers): the fitted shapes, then the dispatcher on every shape
+# the model steps' files (gpumm.run.layers): the fitted shapes, the dispatcher on every shape, then FP32's fit
+# shapes and its dispatcher on the held-out shapes and the layers
 MODEL_RAW = [
     f"results/raw/model/{f}"
     for f in ("samples.csv", "checks.csv", "shapes.csv", "read.csv", "meta.json")
 ] + [
-    f"results/raw/model-dispatch/{f}"
+    f"results/raw/{step}/{f}"
+    for step in ("model-dispatch", "model-fp32", "model-fp32-dispatch")
     for f in ("samples.csv", "checks.csv", "shapes.csv", "meta.json")
 ]
 

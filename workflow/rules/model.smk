@@ -1,5 +1,7 @@
 # A real model's layers (config `model`, issue 40): every kernel of model.kernels on the fitted shapes, the
-# dispatcher's rule fitted on them, then the dispatcher and cuBLAS BF16 on every shape, held-out ones included.
+# dispatcher's rule fitted on them, then the dispatcher and cuBLAS BF16 on every shape, held-out ones included;
+# then FP32 the same way (model.fp32): its kernels and cuBLAS SGEMM on the fit shapes, its rule, then its
+# dispatcher and SGEMM on the held-out shapes (the ladder page's odd ones) and the layers.
 # Nothing here while the model is off (the default study), except in a replay of an archive that holds it.
 
 if MODEL_ON and MODE == "measure":
@@ -57,7 +59,7 @@ if MODEL_ON and MODE == "measure":
                 if VARIANTS[v].is_cuda
             ],
         output:
-            MODEL_RAW[5:],
+            MODEL_RAW[5:9],
         log:
             "results/logs/measure/model-dispatch.log",
         conda:
@@ -74,6 +76,74 @@ if MODEL_ON and MODE == "measure":
             " --kernels {params.kernels} --timed {params.reference} --rule {input.rule} --seed {params.seed}"
             " --out-dir results/raw/model-dispatch 2>&1 | tee {log}"
 
+    # FP32: every build of model.fp32.kernels against cuBLAS SGEMM on the fit shapes, in paired rounds.
+    rule model_fp32:
+        input:
+            binaries=[
+                f"results/build/{v}/kernel.cubin"
+                for v in MODEL_FP32_IDS
+                if VARIANTS[v].is_cuda
+            ],
+        output:
+            MODEL_RAW[9:13],
+        log:
+            "results/logs/measure/model-fp32.log",
+        conda:
+            ENV
+        resources:
+            **GPU_RESOURCES,
+        params:
+            model=shlex.quote(json.dumps(config["model"], sort_keys=True)),
+            kernels=",".join(MODEL_FP32_IDS),
+            seed=config["seed"],
+        shell:
+            "python -m gpumm --seal '{output}' layers --fp32 --model {params.model} --kernels {params.kernels}"
+            " --seed {params.seed} --out-dir results/raw/model-fp32 2>&1 | tee {log}"
+
+    # The FP32 dispatcher's rule: every side of a shape counts alike (no tokens axis among the fit shapes).
+    rule model_fp32_rule:
+        input:
+            "results/raw/model-fp32/samples.csv",
+            "results/raw/model-fp32/checks.csv",
+        output:
+            "results/model/rule-fp32.json",
+        log:
+            "results/logs/model_fp32_rule.log",
+        conda:
+            ENV
+        params:
+            reference=config["model"]["fp32"]["reference"],
+        shell:
+            "python -m gpumm --seal '{output}' model-rule --raw results/raw/model-fp32 --reference {params.reference}"
+            " --fp32 --out {output} > {log} 2>&1 || said {log}"
+
+    # The FP32 dispatcher and SGEMM on the held-out shapes and the model's layers at model.fp32.tokens.
+    rule model_fp32_dispatch:
+        input:
+            rule="results/model/rule-fp32.json",
+            binaries=[
+                f"results/build/{v}/kernel.cubin"
+                for v in MODEL_FP32_IDS
+                if VARIANTS[v].is_cuda
+            ],
+        output:
+            MODEL_RAW[13:],
+        log:
+            "results/logs/measure/model-fp32-dispatch.log",
+        conda:
+            ENV
+        resources:
+            **GPU_RESOURCES,
+        params:
+            model=shlex.quote(json.dumps(config["model"], sort_keys=True)),
+            kernels=",".join(MODEL_FP32_IDS),
+            reference=config["model"]["fp32"]["reference"],
+            seed=config["seed"],
+        shell:
+            "python -m gpumm --seal '{output}' layers --fp32 --model {params.model} --tokens all"
+            " --kernels {params.kernels} --timed {params.reference} --rule {input.rule} --seed {params.seed}"
+            " --out-dir results/raw/model-fp32-dispatch 2>&1 | tee {log}"
+
 
 if MODEL_ON and MODE == "replay":
 
@@ -88,6 +158,11 @@ if MODEL_ON and MODE == "replay":
         conda:
             ENV
         params:
-            archived=archived("raw/model/", "raw/model-dispatch/"),
+            archived=archived(
+                "raw/model/",
+                "raw/model-dispatch/",
+                "raw/model-fp32/",
+                "raw/model-fp32-dispatch/",
+            ),
         shell:
             "python -m gpumm --seal '{output}' replay-study --study model --archive {input.archive} > {log} 2>&1 || said {log}"

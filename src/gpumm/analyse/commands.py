@@ -25,7 +25,12 @@ def cmd_model_rule(args):
     from gpumm.setup import files
 
     raw = Path(args.raw)
-    rule = dispatch.fit(pd.read_csv(raw / "samples.csv"), pd.read_csv(raw / "checks.csv"), args.reference)
+    samples, checks = pd.read_csv(raw / "samples.csv"), pd.read_csv(raw / "checks.csv")
+    if args.fp32:
+        tiles = dispatch.tiles_of(sorted(set(samples.kernel) - {args.reference}))
+        rule = dispatch.fit(samples, checks, args.reference, dispatch.FP32_M_WEIGHT, tiles)
+    else:
+        rule = dispatch.fit(samples, checks, args.reference)
     files.write_text(Path(args.out), files.json_text(rule, indent=1))
     winners = sorted({p["ranking"][0] for p in rule["points"] if p["ranking"]})
     print(f"model-rule: {len(rule['points'])} fitted shapes; fastest somewhere: {', '.join(winners)}")
@@ -41,5 +46,11 @@ def register(sub) -> None:
     s = sub.add_parser("model-rule", help="fit the dispatcher's rule on the model step's shapes")
     s.add_argument("--raw", required=True, help="the model step's folder (samples.csv, checks.csv)")
     s.add_argument("--reference", default="cublas_bf16", help="the kernel every other is held to, never picked")
+    s.add_argument(
+        "--fp32",
+        action="store_true",
+        help="the FP32 rule (model.fp32's fit step): every side of a shape counts alike (no tokens axis), and a "
+        "pick weighs how fully each build's tiles cover the shape",
+    )
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_model_rule)

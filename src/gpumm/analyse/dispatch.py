@@ -13,15 +13,26 @@ Pure functions on tables, tested on the CPU.
 
 import pandas as pd
 
-from gpumm.run.layers import M_WEIGHT, distance, pick  # the rule applied, as the dispatch step applies it
+from gpumm.run.layers import M_WEIGHT, distance, fill, pick, tile_of  # the rule applied, as the dispatch step does
 
-__all__ = ["M_WEIGHT", "distance", "fit", "origin", "pick"]
+__all__ = ["FP32_M_WEIGHT", "M_WEIGHT", "distance", "fill", "fit", "origin", "pick", "tile_of", "tiles_of"]
+
+FP32_M_WEIGHT = 1.0  # the FP32 rule (model.fp32): its fit shapes have no tokens axis, every side counts alike
 
 
-def fit(samples: pd.DataFrame, checks: pd.DataFrame, reference: str) -> dict:
+def fit(
+    samples: pd.DataFrame,
+    checks: pd.DataFrame,
+    reference: str,
+    m_weight: float | None = None,
+    tiles: dict[str, list[int] | None] | None = None,
+) -> dict:
     """The rule from the model step's samples (cold weights) and checks: for each fitted shape, its members that
-    passed both checks, fastest first by median. The reference (cuBLAS BF16) is measured beside them but never
-    picked: the rule chooses among this project's kernels."""
+    passed both checks, fastest first by median. The reference (cuBLAS BF16, or SGEMM for FP32) is measured beside
+    them but never picked: the rule chooses among this project's kernels. ``m_weight``: how much an octave of M
+    counts against one of N or K (default ``M_WEIGHT``: the tokens decide the regime). With ``tiles`` (each kernel's
+    block tile of C, [BM, BN] or None: the FP32 rule), the rule keeps them and each fitted shape's medians, and a
+    pick re-ranks the nearest shape's kernels by how fully their tiles cover the asked shape (``pick``)."""
     cold = samples[(samples.weights == "cold") & (samples.kernel != reference) & (samples.kernel != "dispatch")]
     failed = set(map(tuple, checks[checks.status == "failed"][["layer", "M", "kernel"]].values))
     points = []
@@ -29,9 +40,21 @@ def fit(samples: pd.DataFrame, checks: pd.DataFrame, reference: str) -> dict:
         med = g.groupby("kernel").us.median()
         ranking = [kid for kid in med.sort_values().index if (layer, m, kid) not in failed]
         points.append({"layer": layer, "M": int(m), "N": int(n), "K": int(k), "ranking": ranking})
+        if tiles is not None:
+            points[-1]["us"] = {kid: float(med[kid]) for kid in ranking}
     if not points:
         raise ValueError("no fitted shape: the model step timed no kernel but the reference")
-    return {"reference": reference, "m_weight": M_WEIGHT, "points": points}
+    rule = {"reference": reference, "m_weight": M_WEIGHT if m_weight is None else m_weight, "points": points}
+    if tiles is not None:
+        rule["tiles"] = {kid: tiles.get(kid) for kid in sorted({k for p in points for k in p["ranking"]})}
+    return rule
+
+
+def tiles_of(kernels) -> dict[str, list[int] | None]:
+    """Each kernel's block tile of C from today's catalog (the FP32 rule's ``tiles``)."""
+    from gpumm.setup import catalog
+
+    return {k: tile_of(catalog.from_id(k)) for k in kernels}
 
 
 def origin(rule: dict, M: int, N: int, K: int, kernel: str) -> dict:

@@ -121,15 +121,17 @@ def rate_table(samples: pd.DataFrame, shapes: pd.DataFrame, reference: str) -> p
     keys = ["step", "layer", "M", "N", "K", "kernel", "picks", "weights"]
     g = samples.groupby(keys, sort=False).us
     t = pd.DataFrame({"n": g.size(), "median_us": g.median(), "q1_us": g.quantile(0.25), "q3_us": g.quantile(0.75)})
-    t = t.reset_index().merge(shapes[["layer", "M", "bytes", "flops", "dram_us", "tensor_us", "bound_us"]])
+    cols = ["layer", "M", "N", "K", "bytes", "flops", "dram_us", "tensor_us", "bound_us"]
+    t = t.reset_index().merge(shapes[cols])  # a shape is its layer and M x N x K (FP32's fit shapes share a layer)
     t["tflops"], t["gbps"] = t.flops / t.median_us / 1e6, t["bytes"] / t.median_us / 1e3
     t["of_bound"], t["of_dram"], t["of_tensor"] = (t[c] / t.median_us for c in ("bound_us", "dram_us", "tensor_us"))
-    ref = t[t.kernel == reference].set_index(["step", "layer", "M", "weights"]).median_us
-    t["of_reference"] = [ref.get(k, np.nan) / u for k, u in zip(zip(t.step, t.layer, t.M, t.weights), t.median_us)]
-    per_round = samples.pivot_table(index=["step", "layer", "M", "weights", "round"], columns="kernel", values="us")
+    at = ["step", "layer", "M", "N", "K", "weights"]
+    ref = t[t.kernel == reference].set_index(at).median_us
+    t["of_reference"] = [ref.get(tuple(k), np.nan) / u for k, u in zip(t[at].values, t.median_us)]
+    per_round = samples.pivot_table(index=[*at, "round"], columns="kernel", values="us")
     ratios = per_round.rdiv(per_round[reference], axis=0) if reference in per_round else per_round * np.nan
-    med = ratios.groupby(level=["step", "layer", "M", "weights"]).median().stack().rename("round_ratio")
-    t = t.join(med, on=["step", "layer", "M", "weights", "kernel"])
+    med = ratios.groupby(level=at).median().stack().rename("round_ratio")
+    t = t.join(med, on=[*at, "kernel"])
     t["role"] = np.where(t.kernel == reference, "reference", np.where(t.kernel == "dispatch", "dispatcher", "kernel"))
     t["stale"] = False  # set by tables() from the steps' digests
     return t[RATES]

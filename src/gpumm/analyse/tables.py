@@ -14,6 +14,7 @@ from gpumm.analyse import (
     compare,
     counters,
     floor,
+    fp32_dispatch,
     headlines,
     layers,
     memory_levels,
@@ -81,6 +82,7 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     tables.update(_rooflines_and_claims(variants, raw, tables))
     tables.update(_beside_the_run(results, raw["prov"], tables["summary"]))
     tables.update(layers.tables(results, raw["gpu"]))  # the model's layers (empty where not timed)
+    tables.update(fp32_dispatch.tables(results, raw["gpu"]))  # FP32 through the model's steps (likewise)
     tables["headlines"] = headlines.headlines(tables)
     missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
     if missing:

@@ -81,7 +81,11 @@ STUDY_FILES = {
     "hierarchy": [("raw", "hierarchy", "samples.csv")],
     "paired": [("raw", "paired", "samples.csv"), ("raw", "paired", "meta.json")],
     "model": [("raw", "model", f) for f in ("samples.csv", "checks.csv", "shapes.csv", "read.csv", "meta.json")]
-    + [("raw", "model-dispatch", f) for f in ("samples.csv", "checks.csv", "shapes.csv", "meta.json")],
+    + [
+        ("raw", step, f)
+        for step in ("model-dispatch", "model-fp32", "model-fp32-dispatch")
+        for f in ("samples.csv", "checks.csv", "shapes.csv", "meta.json")
+    ],
 }
 
 

@@ -303,6 +303,12 @@ def _register_layers(sub) -> None:
     s.add_argument("--timed", default="", help="comma-separated variants timed (default: every kernel)")
     s.add_argument("--rule", help="the dispatcher's rule (JSON file): adds the member dispatch")
     s.add_argument("--read-cubin", help="the read_stream micro-benchmark: the card's read rate first")
+    s.add_argument(
+        "--fp32",
+        action="store_true",
+        help="FP32 (op matmul, model.fp32): the fit shapes; with --tokens all, the held-out shapes and the layers "
+        "at model.fp32.tokens",
+    )
     s.add_argument("--seed", type=options.integer(None, None, "seed"), default=0)
     s.add_argument("--out-dir", required=True)
     s.set_defaults(fn=cmd_layers)
@@ -313,9 +319,11 @@ def cmd_layers(args):
     from gpumm.setup import files, paths
 
     spec = args.model
-    held = [t for t in spec.get("held_out", []) if t not in spec["tokens"]] if args.tokens == "all" else []
-    tokens = spec["tokens"] + held
-    shapes = layers.shapes({**spec, "tokens": tokens})
+    if args.fp32:
+        shapes = layers.fp32_shapes(spec, held_out=args.tokens == "all")
+    else:
+        held = [t for t in spec.get("held_out", []) if t not in spec["tokens"]] if args.tokens == "all" else []
+        shapes = layers.shapes({**spec, "tokens": spec["tokens"] + held})
     ids = [k for k in args.kernels.split(",") if k]
     kernels = {}
     for vid in ids:
@@ -323,6 +331,7 @@ def cmd_layers(args):
         kernels[vid] = str(paths.build_dir(vid) / v.binary_name) if v.is_cuda else None
     plan = {"kernels": kernels, "timed": [k for k in args.timed.split(",") if k] or ids}
     plan["shapes"] = [{k: s[k] for k in ("layer", "M", "N", "K")} for s in shapes]
+    plan["op"] = "matmul" if args.fp32 else "matmul_bf16"
     if args.rule:
         plan["dispatch"] = json.loads(Path(args.rule).read_text())
     out = Path(args.out_dir)
@@ -334,7 +343,12 @@ def cmd_layers(args):
         written["read.csv"] = read
     for name, df in written.items():
         files.write_csv(df, out / name)
-    fields = {"tokens": args.tokens, "model": spec, "plan": {k: v for k, v in plan.items() if k != "shapes"}}
+    fields = {
+        "tokens": args.tokens,
+        "fp32": args.fp32,
+        "model": spec,
+        "plan": {k: v for k, v in plan.items() if k != "shapes"},
+    }
     fields |= {"settings": {**layers.SETTINGS, **spec.get("timing", {})}, "seed": args.seed}
     _step_meta(out, "layers", started, ids, list(written), fields)
     failed = checks[checks.status == "failed"]

@@ -14,7 +14,10 @@ that takes it (its build's ``MAX_M`` at least M; the TMA's rule on K):
    round, back to back, the order reversed every other round, ``warmup`` rounds not kept then ``samples`` kept:
    every member is timed in the same power state as the reference (paired, as the race), whatever M is.
 
-``dispatch`` in the plan adds a member of that name: for each shape, the kernel the fitted rule
+The plan's ``op`` is ``matmul_bf16`` (the model's own: A the tokens, Bt the weight N x K, cuBLAS BF16 the
+reference) or ``matmul`` (FP32 through the same steps, the ladder's kernels and cuBLAS SGEMM: B = the weight as
+K x N); in both the second operand is the weight that is copied cold. ``dispatch`` in the plan adds a member of
+that name: for each shape, the kernel the fitted rule
 (gpumm.analyse.dispatch) picks, checked and timed like the others. Also measured here, before the shapes: the card's
 read rate (the best of the read_stream micro-benchmark's patterns and the device copy), the DRAM bound's rate.
 """
@@ -86,13 +89,36 @@ def distance(rule: dict, point: dict, M: int, N: int, K: int) -> float:
     return w * abs(math.log2(M / point["M"])) + abs(math.log2(N / point["N"])) + abs(math.log2(K / point["K"]))
 
 
+def tile_of(variant) -> list[int] | None:
+    """The block tile of C a build computes, [BM, BN] from its defines (BM and BN, or TILE), else None."""
+    d = dict(variant.defines)
+    if "BM" in d and "BN" in d:
+        return [int(d["BM"]), int(d["BN"])]
+    return [int(d["TILE"])] * 2 if "TILE" in d else None
+
+
+def fill(tile: list[int] | None, M: int, N: int) -> float:
+    """The share of a build's tiles of C that the M x N product fills (1 without a known tile)."""
+    if not tile:
+        return 1.0
+    bm, bn = tile
+    return M * N / (-(-M // bm) * bm * -(-N // bn) * bn)
+
+
 def pick(rule: dict, M: int, N: int, K: int, max_m: dict[str, int | None]) -> str:
     """The kernel the rule gives M x N x K: the nearest fitted shape's fastest kernel that takes M tokens
-    (``max_m``: each kernel's MAX_M, None for any), else the next nearest shape's. ValueError if none takes it."""
+    (``max_m``: each kernel's MAX_M, None for any), else the next nearest shape's. ValueError if none takes it.
+    A rule with ``tiles`` (the FP32 rule) ranks the nearest shape's kernels again by their time there scaled by
+    how much less (or more) of their tiles M x N fills than that shape did: 4097 x 33 fills two columns of 32-wide
+    tiles, half their work wasted, where 8192 x 32 filled one."""
+    tiles = rule.get("tiles")
     for point in sorted(rule["points"], key=lambda p: distance(rule, p, M, N, K)):
-        for kid in point["ranking"]:
-            if kid in max_m and (max_m[kid] is None or M <= max_m[kid]):
-                return kid
+        takers = [k for k in point["ranking"] if k in max_m and (max_m[k] is None or M <= max_m[k])]
+        if takers and tiles is not None:
+            t = {k: tiles.get(k) for k in takers}
+            return min(takers, key=lambda k: point["us"][k] * fill(t[k], point["M"], point["N"]) / fill(t[k], M, N))
+        if takers:
+            return takers[0]
     raise ValueError(f"no kernel of the rule takes M = {M} (N = {N}, K = {K})")
 
 
@@ -107,20 +133,35 @@ def shapes(model: dict) -> list[dict]:
     ]
 
 
-def check_shape(cupy, members: dict, picks: dict, shape, seed: int) -> tuple[list[dict], object, object]:
+def fp32_shapes(model: dict, held_out: bool) -> list[dict]:
+    """The FP32 step's shapes (``model.fp32``): the fit shapes (layer ``fit``); with ``held_out``, instead the shapes
+    the rule never saw (layer ``held-out``) and every layer of the model at ``fp32.tokens``."""
+    spec = model.get("fp32", {})
+    if not held_out:
+        return [{"layer": "fit", "M": m, "N": n, "K": k, "count": 1} for m, n, k in spec.get("fit", [])]
+    fitted = {tuple(s) for s in spec.get("fit", [])}
+    out = [{"layer": "held-out", "M": m, "N": n, "K": k, "count": 1} for m, n, k in spec.get("held_out", [])]
+    out = [s for s in out if (s["M"], s["N"], s["K"]) not in fitted]
+    return out + (shapes({**model, "tokens": spec["tokens"]}) if spec.get("tokens") else [])
+
+
+def check_shape(
+    cupy, members: dict, picks: dict, shape, seed: int, op: str = "matmul_bf16"
+) -> tuple[list[dict], object, object]:
     """Both checks of every member of ``picks`` (member -> the kernel it launches) at one shape, one float64
-    reference of each check for all: the rows, and the rounding check's inputs (A, Bt), which are then timed."""
+    reference of each check for all: the rows, and the rounding check's inputs (A and the weight), which are then
+    timed. The inputs and references are the operation's, as every variant's checks make them."""
     M, N, K = shape
-    op = operations.get("matmul_bf16")  # its inputs and float64 references, as every BF16 variant's checks make them
+    op = operations.get(op)
     rows, failed = [], set()
     for exact in (True, False):
-        A, Bt = op.inputs(exact, seed, M, N, K, cupy)
-        ref, abs_ref, where = op.reference([A, Bt], 0, absolute=not exact)  # 0: on the GPU
+        A, W = op.inputs(exact, seed, M, N, K, cupy)
+        ref, abs_ref, where = op.reference([A, W], 0, absolute=not exact)  # 0: on the GPU
         for mid in picks:
             if mid in failed:
                 continue
             C = cupy.full((M, N), np.nan, dtype=cupy.float32)
-            members[picks[mid]].launcher.bind(A, Bt, C)()
+            members[picks[mid]].launcher.bind(A, W, C)()
             cupy.cuda.Device().synchronize()
             c = verify.compare_exact(C, ref, where) if exact else verify.compare(C, ref, abs_ref, K, where)
             del C
@@ -132,8 +173,8 @@ def check_shape(cupy, members: dict, picks: dict, shape, seed: int) -> tuple[lis
                 failed.add(mid)
         del ref, abs_ref
         if exact:
-            del A, Bt
-    return rows, A, Bt
+            del A, W
+    return rows, A, W
 
 
 def _one_ms(cupy, launch, times: int = 1) -> float:
@@ -183,12 +224,12 @@ def _graph(cupy, launcher, A, weights: list, C, settings: dict):
     return plain, batch
 
 
-def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, Bt, shape, l2: int, settings: dict):
+def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, W, shape, l2: int, settings: dict):
     """The rounds of one shape: (sample rows, clocks of the rounds)."""
     M, N, _ = shape
-    n_copies = copies_for(Bt.nbytes, l2, settings["cold_factor"])
-    cold = [Bt] + [Bt.copy() for _ in range(n_copies - 1)]
-    sets = [("cold", cold)] + ([("warm", [Bt])] if Bt.nbytes <= l2 else [])
+    n_copies = copies_for(W.nbytes, l2, settings["cold_factor"])
+    cold = [W] + [W.copy() for _ in range(n_copies - 1)]
+    sets = [("cold", cold)] + ([("warm", [W])] if W.nbytes <= l2 else [])
     C = cupy.empty((M, N), dtype=cupy.float32)
     runs = []
     for weights, copies in sets:
@@ -242,10 +283,10 @@ def run(plan: dict, settings: dict, seed: int, log=print) -> tuple[pd.DataFrame,
         rows, failed = [], set()
         try:
             with stream:
-                rows, A, Bt = check_shape(cupy, members, picks, shape, seed)
+                rows, A, W = check_shape(cupy, members, picks, shape, seed, plan.get("op", "matmul_bf16"))
                 failed = {r["kernel"] for r in rows if r["status"] == "failed"}
                 ok = [m for m in picks if m not in failed]
-                done, state = time_shape(cupy, members, picks, ok, A, Bt, shape, l2, settings)
+                done, state = time_shape(cupy, members, picks, ok, A, W, shape, l2, settings)
         except cupy.cuda.memory.OutOfMemoryError as exc:  # a card too small for the references or the cold copies
             cupy.get_default_memory_pool().free_all_blocks()
             why = f"not timed: out of GPU memory ({exc})"
@@ -259,7 +300,7 @@ def run(plan: dict, settings: dict, seed: int, log=print) -> tuple[pd.DataFrame,
         samples += [key | r for r in done]
         shapes.append(key | {"members": len(picks), "failed": len(failed), "seconds": time.perf_counter() - started})
         shapes[-1] |= {k: state.get(k) for k in ("sm_clock_mhz", "sm_clock_min_mhz", "power_mean_w", "throttled")}
-        del A, Bt
+        del A, W
         cupy.get_default_memory_pool().free_all_blocks()
         med = {m: statistics.median(r["us"] for r in done if r["kernel"] == m and r["weights"] == "cold") for m in ok}
         best = min(med, key=med.get) if med else "none"

@@ -279,12 +279,19 @@ def _model(model: dict, families: dict) -> None:
 
 
 def model_variants(config: dict) -> list[catalog.Variant]:
-    """The builds the model step loads: every build of ``model.kernels`` and the reference (cuBLAS BF16), as the
-    catalog expands them (its tuning candidates too, unless ``tune`` is off); none while the model is off."""
+    """The builds the model's steps load: every build of ``model.kernels`` and the reference (cuBLAS BF16), then
+    of ``model.fp32.kernels`` and its reference (cuBLAS SGEMM), as the catalog expands them (tuning candidates too,
+    unless ``tune`` is off); none while the model is off."""
+    return model_builds(config, fp32=False) + model_builds(config, fp32=True)
+
+
+def model_builds(config: dict, fp32: bool) -> list[catalog.Variant]:
+    """The BF16 steps' builds (``fp32`` false) or the FP32 steps' (see :func:`model_variants`)."""
     model = config.get("model", {})
     if not model.get("enabled"):
         return []
-    names = [*model.get("kernels", []), model.get("reference", "cublas_bf16")]
+    spec = model.get("fp32", {}) if fp32 else model
+    names = [*spec.get("kernels", []), spec.get("reference", "cublas" if fp32 else "cublas_bf16")]
     return catalog.expand({f: {} for f in dict.fromkeys(names)}, tune=config.get("tune", True))
 
 

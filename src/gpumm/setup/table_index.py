@@ -87,6 +87,16 @@ TABLES = {
         "the whole model per step and per token, decode and prefill: the dispatcher against cuBLAS BF16",
     ),
     "model_crossover": ("gpumm.analyse.layers", "each layer's crossover M, where its DRAM and tensor bounds meet"),
+    "fp32_rates": (
+        "gpumm.analyse.fp32_dispatch",
+        "FP32 through the model's steps: each FP32 kernel at each fit and held-out shape, weights cold or warm: "
+        "median, quartiles, rate, share of the FP32 peak and of cuBLAS SGEMM in the same rounds",
+    ),
+    "fp32_dispatch": (
+        "gpumm.analyse.fp32_dispatch",
+        "the FP32 dispatcher at each held-out shape and model layer: its pick and from which fit shape, its share "
+        "of cuBLAS SGEMM, the goal at the ladder's odd shapes",
+    ),
     "bandwidth": (
         "gpumm.analyse.access_patterns",
         "the copy bandwidths (host to device, pinned and pageable, device to device): median GB/s",

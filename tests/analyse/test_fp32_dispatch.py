@@ -1,0 +1,118 @@
+"""Issue 40: FP32 through the model's steps, its tables from the fit and dispatch steps' raw files, by hand."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from gpumm.analyse import dispatch, fp32_dispatch
+
+GPU = {"name": "test", "compute_capability": "9.0", "sm_count": 132, "sm_clock_khz": 1_980_000}
+SPEC = {"fp32": {"reference": "cublas", "fit": [[256, 256, 256], [8192, 32, 8192]], "held_out": [[333, 517, 129]]}}
+TILES = {"small": [32, 32], "thin": [32, 48]}
+COLUMNS = ["layer", "M", "N", "K", "kernel", "picks", "weights", "copies", "round", "batch", "us"]
+
+
+def _samples(times: dict) -> pd.DataFrame:
+    """(layer, M, N, K) -> kernel -> µs per round (or (the kernel it picks, µs per round) for dispatch)."""
+    rows = []
+    for (layer, m, n, k), per in times.items():
+        for kernel, us in per.items():
+            picks, values = us if isinstance(us, tuple) else (kernel, us)
+            for weights in ("cold", "warm"):
+                for r, u in enumerate(values, 2):
+                    rows.append(dict(zip(COLUMNS, [layer, m, n, k, kernel, picks, weights, 3, r, 10, float(u)])))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _step(folder, samples, rule=None):
+    folder.mkdir(parents=True)
+    samples.to_csv(folder / "samples.csv", index=False)
+    pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "picks", "status", "check"]).to_csv(
+        folder / "checks.csv", index=False
+    )
+    plan = {"kernels": {}, "timed": []} | ({"dispatch": rule} if rule is not None else {})
+    (folder / "meta.json").write_text(json.dumps({"step": "layers", "fp32": True, "model": SPEC, "plan": plan}))
+
+
+@pytest.fixture
+def run(tmp_path):
+    fit = _samples(
+        {
+            ("fit", 256, 256, 256): {"small": [5, 5, 5], "thin": [9, 9, 9], "cublas": [6, 6, 6]},
+            ("fit", 8192, 32, 8192): {"small": [55, 55, 55], "thin": [60, 61, 62], "cublas": [50, 50, 50]},
+        }
+    )
+    none = pd.DataFrame(columns=["layer", "M", "kernel", "status"])
+    rule = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, TILES)
+    _step(tmp_path / "raw" / "model-fp32", fit)
+    picked = {
+        ("held-out", 333, 517, 129): {"dispatch": ("small", [6, 6, 6]), "cublas": [5, 5, 5]},
+        ("held-out", 4097, 33, 4095): {"dispatch": ("thin", [80, 80, 80]), "cublas": [60, 66, 72]},
+        ("a", 16, 4096, 4096): {"dispatch": ("small", [10, 10, 10]), "cublas": [12, 12, 12]},
+    }
+    _step(tmp_path / "raw" / "model-fp32-dispatch", _samples(picked), rule)
+    return tmp_path
+
+
+def test_the_fp32_rule_counts_every_side_alike_and_weighs_how_fully_tiles_cover_a_shape():
+    fit = _samples({("fit", 8192, 32, 8192): {"small": [55], "thin": [60]}, ("fit", 256, 256, 256): {"small": [1]}})
+    none = pd.DataFrame(columns=["layer", "M", "kernel", "status"])
+    rule = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, TILES)
+    assert rule["m_weight"] == 1.0 and rule["tiles"] == TILES
+    assert rule["points"][0]["us"] == {"small": 55.0, "thin": 60.0}
+    takes = {"thin": None, "small": None}
+    # 4097 x 33 x 4095: one octave of M and one of K from the thin shape (4 + 7 + 4 from 256^3); there 32 x 32
+    # tiles were full and 55 us, but 4097 x 33 fills 4097 * 33 / (4128 * 64) = 51% of theirs: 55 / 0.51 = 108 us,
+    # against 60 * (32 / 48) / (4097 * 33 / (4128 * 48)) = 59 us for the 32 x 48 tiles
+    assert dispatch.pick(rule, 4097, 33, 4095, takes) == "thin"
+    assert dispatch.pick(rule, 8192, 32, 8000, takes) == "small"  # the fit shape's own order where tiles fit alike
+    plain = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT)  # no tiles: the ranking as measured
+    assert "tiles" not in plain and "us" not in plain["points"][0]
+    assert dispatch.pick(plain, 4097, 33, 4095, takes) == "small"
+    assert dispatch.pick(rule, 333, 517, 129, takes) == "small"
+    assert (
+        dispatch.fill([32, 48], 4097, 33) == pytest.approx(4097 * 33 / (4128 * 48)) and dispatch.fill(None, 3, 5) == 1
+    )
+
+
+def test_the_fp32_shares_of_sgemm_in_the_same_rounds(run):
+    r = fp32_dispatch.tables(run, GPU)["fp32_rates"].set_index(["step", "layer", "M", "N", "K", "kernel", "weights"])
+    thin = r.loc[("fit", "fit", 8192, 32, 8192, "thin", "cold")]
+    assert thin.median_us == 61 and thin.of_reference == pytest.approx(50 / 61)
+    assert thin.tflops == pytest.approx(2 * 8192 * 32 * 8192 / 61e-6 / 1e12)
+    peak = 132 * 128 * 2 * 1.98e9
+    assert thin.of_fp32_peak == pytest.approx(2 * 8192 * 32 * 8192 / peak / 61e-6)
+    # two fit shapes share the layer "fit" and one M: each keeps its own reference
+    assert r.loc[("fit", "fit", 256, 256, 256, "small", "cold")].of_reference == pytest.approx(6 / 5)
+
+
+def test_the_fp32_dispatcher_is_held_to_80_percent_of_sgemm_at_the_held_out_shapes(run):
+    d = fp32_dispatch.tables(run, GPU)["fp32_dispatch"]
+    cold = d[d.weights == "cold"].set_index(["layer", "M"])
+    small = cold.loc[("held-out", 333)]
+    assert small.kernel == "small" and small["from"] == "256×256×256" and small.round_ratio == pytest.approx(5 / 6)
+    assert small.met  # 83%
+    thin = cold.loc[("held-out", 4097)]
+    # per-round ratios 60/80, 66/80, 72/80: median 0.825 (met), the ratio of medians the same
+    assert thin.kernel == "thin" and thin["from"] == "8192×32×8192"  # not "small", faster there: its tiles
+    assert thin.round_ratio == pytest.approx(0.825) and thin.met
+    assert cold.loc[("a", 16)].met is None and cold.loc[("a", 16)].goal == ""  # a model layer: shown, no goal
+    assert d[d.weights == "warm"].met.isna().all()
+
+
+def test_an_fp32_dispatch_step_that_applied_another_rule_is_refused(run):
+    meta = run / "raw" / "model-fp32-dispatch" / "meta.json"
+    m = json.loads(meta.read_text())
+    m["plan"]["dispatch"]["m_weight"] = 4.0
+    meta.write_text(json.dumps(m))
+    with pytest.raises(ValueError, match="FP32 dispatch step applied a rule"):
+        fp32_dispatch.tables(run, GPU)
+
+
+def test_a_run_without_fp32_has_empty_tables_with_their_columns(tmp_path):
+    t = fp32_dispatch.tables(tmp_path, GPU)
+    assert set(t) == {"fp32_rates", "fp32_dispatch"} and all(df.empty and len(df.columns) for df in t.values())
+    (tmp_path / "raw" / "model-fp32").mkdir(parents=True)  # a replayed archive without it: a note in its place
+    (tmp_path / "raw" / "model-fp32" / "meta.json").write_text('{"status": "not measured"}')
+    assert fp32_dispatch.tables(tmp_path, GPU)["fp32_dispatch"].empty
