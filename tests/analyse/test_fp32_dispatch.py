@@ -116,3 +116,12 @@ def test_a_run_without_fp32_has_empty_tables_with_their_columns(tmp_path):
     (tmp_path / "raw" / "model-fp32").mkdir(parents=True)  # a replayed archive without it: a note in its place
     (tmp_path / "raw" / "model-fp32" / "meta.json").write_text('{"status": "not measured"}')
     assert fp32_dispatch.tables(tmp_path, GPU)["fp32_dispatch"].empty
+
+
+def test_a_rule_is_the_same_whatever_the_last_bit_of_a_median():
+    a = {"m_weight": 1.0, "points": [{"M": 8, "ranking": ["x"], "us": {"x": 12.637840509414675}}]}
+    b = {"m_weight": 1.0, "points": [{"M": 8, "ranking": ["x"], "us": {"x": 12.637840509414673}}]}
+    assert dispatch.same(a, b)  # the archive's machine's pandas and this one's, on the same samples
+    assert not dispatch.same(a, {**b, "points": [{"M": 8, "ranking": ["x"], "us": {"x": 12.64}}]})
+    assert not dispatch.same(a, {**b, "points": [{"M": 8, "ranking": ["y"], "us": {"x": 12.637840509414673}}]})
+    assert not dispatch.same(a, {**b, "m_weight": 4.0}) and not dispatch.same({"k": 1}, {"k": "1"})

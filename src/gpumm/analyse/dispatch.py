@@ -11,11 +11,13 @@ fitted; the dispatch step times the rule there too, and the page says which shap
 Pure functions on tables, tested on the CPU.
 """
 
+import math
+
 import pandas as pd
 
 from gpumm.run.layers import M_WEIGHT, distance, fill, pick, tile_of  # the rule applied, as the dispatch step does
 
-__all__ = ["FP32_M_WEIGHT", "M_WEIGHT", "distance", "fill", "fit", "origin", "pick", "tile_of", "tiles_of"]
+__all__ = ["FP32_M_WEIGHT", "M_WEIGHT", "distance", "fill", "fit", "origin", "pick", "same", "tile_of", "tiles_of"]
 
 FP32_M_WEIGHT = 1.0  # the FP32 rule (model.fp32): its fit shapes have no tokens axis, every side counts alike
 
@@ -48,6 +50,18 @@ def fit(
     if tiles is not None:
         rule["tiles"] = {kid: tiles.get(kid) for kid in sorted({k for p in points for k in p["ranking"]})}
     return rule
+
+
+def same(a, b) -> bool:
+    """Whether two rules are the same: equal in every key, their medians within a part in 10^9 (the same samples'
+    median can differ in its last bit between two builds of pandas: the archive's machine and this one)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, int | float) and isinstance(b, int | float) and math.isclose(a, b, rel_tol=1e-9)
+    return a == b
 
 
 def tiles_of(kernels) -> dict[str, list[int] | None]:

@@ -61,7 +61,7 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     picked_meta = json.loads((picked / "meta.json").read_text()) if (picked / "meta.json").is_file() else {}
     if "plan" in picked_meta:
         applied = picked_meta["plan"].get("dispatch")
-        if applied != rule:
+        if not dispatch.same(applied, rule):
             raise ValueError(
                 f"{picked}: the dispatch step applied a rule the fitted samples of {raw} do not give (fitted again "
                 "here): run the model step and the dispatch step again"
