@@ -1,7 +1,7 @@
 // splitk: small block tiles, each tile's k range split over the warps of a
 // block and, for a thin and deep product, over the blocks of a cluster. For
 // the shapes a big tile cannot fill the GPU with: a product small in every
-// side (333 x 517 x 129: 187 tiles of 32 x 32, against 11 of 256 x 128), or
+// side (333 x 517 x 129: 187 tiles of 32 x 32, against 10 of 256 x 128), or
 // thin in one (4097 x 33 x 4095: 129 tiles of 32 x 48, each 4095 deep).
 // SPLIT groups of warps each compute the whole BM x BN tile over their own
 // slice of every stage of KC columns of A (rows of B); the groups' partial
@@ -26,7 +26,7 @@
 // Source: split-K inside a block as CUTLASS's "sliced-K" (its GEMM kernels
 // with a warp count along K); across a cluster through distributed shared
 // memory as the CUDA programming guide's cluster examples; the thin and small
-// shapes from issue 40 (the ladder's best rung at 44% and 8% of cuBLAS SGEMM
+// shapes from issue 40 (the race's top rung at 44% and 8% of cuBLAS SGEMM
 // at 4097 x 33 x 4095 and 333 x 517 x 129). The swizzle is the `swizzled`
 // rung's idea (an XOR of the row by the column's 4-group). The exploration on
 // an H100 (data/checks/fp32-splitk-h100) chose the candidates of the catalog.

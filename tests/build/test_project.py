@@ -54,8 +54,9 @@ def test_every_catalog_variant_compiles(vid, tmp_path):
     v = catalog.from_id(vid)
     report = build.build(v, "sm_90", tmp_path)
     assert (tmp_path / "kernel.cubin").stat().st_size > 0 and (tmp_path / "kernel.ptx").is_file()
-    capped = any(f.startswith("-maxrregcount") for f in v.nvcc_flags)
-    assert report["registers"] > 0 and (report["spill_store_bytes"] == 0 or capped)  # caps may spill: their point
+    # caps may spill: their point (-maxrregcount, or MINB blocks per SM in __launch_bounds__, as splitk_b32x48c2)
+    capped = any(f.startswith("-maxrregcount") for f in v.nvcc_flags) or int(dict(v.defines).get("MINB", 1)) > 1
+    assert report["registers"] > 0 and (report["spill_store_bytes"] == 0 or capped)
     if loops.cuobjdump() is None:
         pytest.fail("cuobjdump is not installed: install the test extra (pip install -e '.[test]')")
     # held against the catalog (issue 38): the cubin holds the kernels the variant launches, and no other (a rung
