@@ -20,7 +20,7 @@ def samples(times: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-NO_FAILS = pd.DataFrame(columns=["layer", "M", "kernel", "status"])
+NO_FAILS = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
 TIMES = {
     ("out", 1, 4096, 4096, "stream1"): 10.0,
     ("out", 1, 4096, 4096, "mma16"): 12.0,
@@ -43,7 +43,7 @@ def test_the_rule_ranks_each_fitted_shapes_kernels_by_their_cold_median_and_neve
 
 
 def test_a_kernel_that_failed_its_checks_at_a_shape_is_not_ranked_there():
-    fails = pd.DataFrame([{"layer": "out", "M": 1, "kernel": "stream1", "status": "failed"}])
+    fails = pd.DataFrame([{"layer": "out", "M": 1, "N": 4096, "K": 4096, "kernel": "stream1", "status": "failed"}])
     rule = dispatch.fit(samples(TIMES), fails, REF)
     assert rule["points"][0]["ranking"] == ["mma16", "race"]
     assert dispatch.pick(rule, 1, 4096, 4096, MAX_M) == "mma16"

@@ -25,12 +25,13 @@ def _samples(times: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+CHECKS = ["layer", "M", "N", "K", "kernel", "picks", "status", "check", "reason"]
+
+
 def _step(folder, samples, rule=None):
     folder.mkdir(parents=True)
     samples.to_csv(folder / "samples.csv", index=False)
-    pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "picks", "status", "check"]).to_csv(
-        folder / "checks.csv", index=False
-    )
+    pd.DataFrame(columns=CHECKS).to_csv(folder / "checks.csv", index=False)
     plan = {"kernels": {}, "timed": []} | ({"dispatch": rule} if rule is not None else {})
     (folder / "meta.json").write_text(json.dumps({"step": "layers", "fp32": True, "model": SPEC, "plan": plan}))
 
@@ -43,7 +44,7 @@ def run(tmp_path):
             ("fit", 8192, 32, 8192): {"small": [55, 55, 55], "thin": [60, 61, 62], "cublas": [50, 50, 50]},
         }
     )
-    none = pd.DataFrame(columns=["layer", "M", "kernel", "status"])
+    none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
     rule = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, TILES)
     _step(tmp_path / "raw" / "model-fp32", fit)
     picked = {
@@ -57,7 +58,7 @@ def run(tmp_path):
 
 def test_the_fp32_rule_counts_every_side_alike_and_weighs_how_fully_tiles_cover_a_shape():
     fit = _samples({("fit", 8192, 32, 8192): {"small": [55], "thin": [60]}, ("fit", 256, 256, 256): {"small": [1]}})
-    none = pd.DataFrame(columns=["layer", "M", "kernel", "status"])
+    none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
     rule = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, TILES)
     assert rule["m_weight"] == 1.0 and rule["tiles"] == TILES
     assert rule["points"][0]["us"] == {"small": 55.0, "thin": 60.0}
@@ -114,6 +115,18 @@ def test_the_fp32_goal_needs_the_warm_share_too(run):
     assert not d.loc[("held-out", 333, "cold"), "met"]
 
 
+def test_a_held_out_shape_whose_pick_failed_its_check_counts_as_not_met(run):
+    folder = run / "raw" / "model-fp32-dispatch"
+    s = pd.read_csv(folder / "samples.csv")
+    s[~((s.M == 333) & (s.kernel == "dispatch"))].to_csv(folder / "samples.csv", index=False)
+    row = ["held-out", 333, 517, 129, "dispatch", "small", "failed", "rounding", "NaN in the output"]
+    pd.DataFrame([row], columns=CHECKS).to_csv(folder / "checks.csv", index=False)
+    d = fp32_dispatch.tables(run, GPU)["fp32_dispatch"]
+    small = d[(d.M == 333)]
+    assert len(small) == 1 and small.met.tolist() == [False] and "NaN in the output" in small.goal.iloc[0]
+    assert small.kernel.iloc[0] == "small" and small.median_us.isna().all()
+
+
 def test_an_fp32_dispatch_step_that_applied_another_rule_is_refused(run):
     meta = run / "raw" / "model-fp32-dispatch" / "meta.json"
     m = json.loads(meta.read_text())
@@ -131,6 +144,18 @@ def test_a_run_without_fp32_has_empty_tables_with_their_columns(tmp_path):
     assert fp32_dispatch.tables(tmp_path, GPU)["fp32_dispatch"].empty
 
 
+def test_a_kernel_that_failed_at_one_fit_shape_is_ranked_at_another_of_the_same_m():
+    """FP32's fit shapes share the layer "fit" and some share an M (1024 x 1024 x 1024, 1024 x 32 x 8192): a
+    failure at one is that shape's alone."""
+    fit = _samples(
+        {("fit", 1024, 32, 8192): {"small": [5], "thin": [6]}, ("fit", 1024, 1024, 1024): {"small": [7], "thin": [8]}}
+    )
+    fails = pd.DataFrame([{"layer": "fit", "M": 1024, "N": 32, "K": 8192, "kernel": "small", "status": "failed"}])
+    rule = dispatch.fit(fit, fails, "cublas", dispatch.FP32_M_WEIGHT, TILES)
+    ranks = {(p["N"], p["K"]): p["ranking"] for p in rule["points"]}
+    assert ranks == {(32, 8192): ["thin"], (1024, 1024): ["small", "thin"]}
+
+
 def test_a_rule_is_the_same_whatever_the_last_bit_of_a_median():
     a = {"m_weight": 1.0, "points": [{"M": 8, "ranking": ["x"], "us": {"x": 12.637840509414675}}]}
     b = {"m_weight": 1.0, "points": [{"M": 8, "ranking": ["x"], "us": {"x": 12.637840509414673}}]}
@@ -138,3 +163,17 @@ def test_a_rule_is_the_same_whatever_the_last_bit_of_a_median():
     assert not dispatch.same(a, {**b, "points": [{"M": 8, "ranking": ["x"], "us": {"x": 12.64}}]})
     assert not dispatch.same(a, {**b, "points": [{"M": 8, "ranking": ["y"], "us": {"x": 12.637840509414673}}]})
     assert not dispatch.same(a, {**b, "m_weight": 4.0}) and not dispatch.same({"k": 1}, {"k": "1"})
+
+
+def test_the_fp32_rule_step_holds_sgemm_out_and_names_a_reference_it_did_not_time(run, tmp_path, capsys):
+    from gpumm import cli
+
+    out = tmp_path / "rule.json"
+    assert cli.main(["model-rule", "--fp32", "--raw", str(run / "raw" / "model-fp32"), "--out", str(out)]) == 0
+    rule = json.loads(out.read_text())  # the reference defaults to cuBLAS SGEMM with --fp32: never ranked
+    assert rule["reference"] == "cublas" and all("cublas" not in p["ranking"] for p in rule["points"])
+    assert rule["tiles"] == {"small": None, "thin": None}  # not catalog builds: no tile known
+    rc = cli.main(["model-rule", "--raw", str(run / "raw" / "model-fp32"), "--out", str(tmp_path / "r2.json")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "'cublas_bf16' is not among the kernels" in err and "Traceback" not in err
+    assert not (tmp_path / "r2.json").exists()

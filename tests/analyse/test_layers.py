@@ -67,7 +67,7 @@ def _step(folder, samples: pd.DataFrame, read: bool, rule=None):
 @pytest.fixture
 def run(tmp_path):
     fitted = _samples(FITTED)
-    rule = dispatch.fit(fitted, pd.DataFrame(columns=["layer", "M", "kernel", "status"]), "cublas_bf16")
+    rule = dispatch.fit(fitted, pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"]), "cublas_bf16")
     _step(tmp_path / "raw" / "model", fitted, read=True)
     picked = {
         ("a", 1): {"dispatch": ("stream", [10, 10, 10]), "cublas_bf16": [12, 12, 12]},

@@ -78,6 +78,9 @@ def test_the_whole_model_per_token_sums_each_layer_times_its_count():
         (lambda m: m["models"]["llama3-8b"]["layers"]["out"].update(k=4100), "multiple of 8"),
         (lambda m: m.update(tokens=[0]), "model.tokens[0] = 0"),
         (lambda m: m["models"]["llama3-8b"].pop("source"), "source"),
+        (lambda m: m.update(enabled=True) or m["fp32"].update(kernels=["bf16_stream"]), "model.fp32.kernels"),
+        (lambda m: m.update(enabled=True) or m["fp32"].update(reference="sgemm"), "model.fp32.reference: 'sgemm'"),
+        (lambda m: m["fp32"].update(fit=[[0, 4, 4]]), "model.fp32.fit[0][0] = 0"),
     ],
 )
 def test_a_bad_model_entry_is_named(cfg, edit, said):

@@ -62,6 +62,18 @@ def test_hopper_rungs_are_left_out_on_other_gpus():
     assert catalog.runs_on(by["bf16_wmma"], "sm_80") and catalog.runs_on(by["bf16_mma"], "sm_89")
 
 
+def test_a_cluster_build_needs_sm_90_without_changing_its_digest():
+    """splitk_b32x48c2 launches a thread-block cluster: left out before compute capability 9.0 (its build would
+    not compile there), kept on 9.0 and later; `needs` is not in the digest (it says where, not what it runs)."""
+    import dataclasses
+
+    c2, c1 = catalog.from_id("splitk_b32x48c2"), catalog.from_id("splitk_b32x48")
+    assert c2.needs == "sm_90" and c1.needs is None and "needs" not in dict(c2.defines)
+    assert not catalog.runs_on(c2, "sm_80") and catalog.runs_on(c2, "sm_90") and catalog.runs_on(c2, "sm_100")
+    assert catalog.runs_on(c1, "sm_80")
+    assert dataclasses.replace(c2, needs=None).digest() == c2.digest()
+
+
 def test_an_sm_90a_build_names_its_target_in_the_gencode_form():
     cmd = build.command("k.cu", "sm_90a", "k.cubin", "cubin")
     assert "-gencode=arch=compute_90a,code=sm_90a" in cmd and not any(c.startswith("-arch") for c in cmd)

@@ -22,15 +22,22 @@ def cmd_model_rule(args):
     import pandas as pd
 
     from gpumm.analyse import dispatch
-    from gpumm.setup import files
+    from gpumm.setup import files, values
 
     raw = Path(args.raw)
     samples, checks = pd.read_csv(raw / "samples.csv"), pd.read_csv(raw / "checks.csv")
+    reference = args.reference or ("cublas" if args.fp32 else "cublas_bf16")
+    if reference not in set(samples.kernel):
+        timed = ", ".join(sorted(set(samples.kernel))) or "none"
+        raise values.ValueProblem(
+            f"model-rule: the reference {reference!r} is not among the kernels {raw / 'samples.csv'} timed ({timed}):"
+            " name it with --reference"
+        )
     if args.fp32:
-        tiles = dispatch.tiles_of(sorted(set(samples.kernel) - {args.reference}))
-        rule = dispatch.fit(samples, checks, args.reference, dispatch.FP32_M_WEIGHT, tiles)
+        tiles = dispatch.tiles_of(sorted(set(samples.kernel) - {reference}))
+        rule = dispatch.fit(samples, checks, reference, dispatch.FP32_M_WEIGHT, tiles)
     else:
-        rule = dispatch.fit(samples, checks, args.reference)
+        rule = dispatch.fit(samples, checks, reference)
     files.write_text(Path(args.out), files.json_text(rule, indent=1))
     winners = sorted({p["ranking"][0] for p in rule["points"] if p["ranking"]})
     print(f"model-rule: {len(rule['points'])} fitted shapes; fastest somewhere: {', '.join(winners)}")
@@ -45,7 +52,11 @@ def register(sub) -> None:
 
     s = sub.add_parser("model-rule", help="fit the dispatcher's rule on the model step's shapes")
     s.add_argument("--raw", required=True, help="the model step's folder (samples.csv, checks.csv)")
-    s.add_argument("--reference", default="cublas_bf16", help="the kernel every other is held to, never picked")
+    s.add_argument(
+        "--reference",
+        default=None,
+        help="the kernel every other is held to, never picked (default: cublas_bf16; with --fp32, cublas)",
+    )
     s.add_argument(
         "--fp32",
         action="store_true",

@@ -36,11 +36,12 @@ def fit(
     block tile of C, [BM, BN] or None: the FP32 rule), the rule keeps them and each fitted shape's medians, and a
     pick re-ranks the nearest shape's kernels by how fully their tiles cover the asked shape (``pick``)."""
     cold = samples[(samples.weights == "cold") & (samples.kernel != reference) & (samples.kernel != "dispatch")]
-    failed = set(map(tuple, checks[checks.status == "failed"][["layer", "M", "kernel"]].values))
+    at = ["layer", "M", "N", "K", "kernel"]  # a shape is its layer and M x N x K (FP32's fit shapes share a layer)
+    failed = set(map(tuple, checks[checks.status == "failed"][at].values))
     points = []
     for (layer, m, n, k), g in cold.groupby(["layer", "M", "N", "K"], sort=False):
         med = g.groupby("kernel").us.median()
-        ranking = [kid for kid in med.sort_values().index if (layer, m, kid) not in failed]
+        ranking = [kid for kid in med.sort_values().index if (layer, m, n, k, kid) not in failed]
         points.append({"layer": layer, "M": int(m), "N": int(n), "K": int(k), "ranking": ranking})
         if tiles is not None:
             points[-1]["us"] = {kid: float(med[kid]) for kid in ranking}
@@ -65,10 +66,17 @@ def same(a, b) -> bool:
 
 
 def tiles_of(kernels) -> dict[str, list[int] | None]:
-    """Each kernel's block tile of C from today's catalog (the FP32 rule's ``tiles``)."""
+    """Each kernel's block tile of C from today's catalog (the FP32 rule's ``tiles``; None where the catalog has
+    no such build)."""
     from gpumm.setup import catalog
 
-    return {k: tile_of(catalog.from_id(k)) for k in kernels}
+    def one(k):
+        try:
+            return tile_of(catalog.from_id(k))
+        except catalog.CatalogError:
+            return None
+
+    return {k: one(k) for k in kernels}
 
 
 def origin(rule: dict, M: int, N: int, K: int, kernel: str) -> dict:

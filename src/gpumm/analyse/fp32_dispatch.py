@@ -61,7 +61,9 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     rates = rate_table(s, reference, hardware.fp32_peak(gpu))
     changed = layers.stale({**meta.get("digests", {}), **picked_meta.get("digests", {})})
     rates["stale"] = rates.picks.isin(changed)
-    return {"fp32_rates": rates, "fp32_dispatch": dispatch_table(rates, rule) if rule else empty()["fp32_dispatch"]}
+    if rule is None:
+        return {"fp32_rates": rates, "fp32_dispatch": empty()["fp32_dispatch"]}
+    return {"fp32_rates": rates, "fp32_dispatch": dispatch_table(rates, rule, pd.read_csv(picked / "checks.csv"))}
 
 
 def rate_table(samples: pd.DataFrame, reference: str, peak: float) -> pd.DataFrame:
@@ -77,9 +79,10 @@ def rate_table(samples: pd.DataFrame, reference: str, peak: float) -> pd.DataFra
     return t.sort_values("step", kind="stable").reset_index(drop=True)[RATES]  # each step's shapes in its order
 
 
-def dispatch_table(rates: pd.DataFrame, rule: dict) -> pd.DataFrame:
+def dispatch_table(rates: pd.DataFrame, rule: dict, checks: pd.DataFrame | None = None) -> pd.DataFrame:
     """The FP32 dispatcher at every shape the dispatch step timed, cold and warm: its pick, the fit shape that gave
-    it, its share of SGEMM; the goal at the held-out shapes (the ladder's odd ones)."""
+    it, its share of SGEMM; the goal at the held-out shapes (the ladder's odd ones). A held-out shape where the
+    pick failed its check (``checks``: the dispatch step's) was not timed: a row without a time, the goal not met."""
     d = rates[(rates.step == "dispatch") & (rates.kernel == "dispatch")]
     warm = d[d.weights == "warm"].set_index(["layer", "M", "N", "K"]).round_ratio
     rows = []
@@ -94,5 +97,17 @@ def dispatch_table(rates: pd.DataFrame, rule: dict) -> pd.DataFrame:
             | {"from": f"{near['M']}×{near['N']}×{near['K']}", "weights": r.weights, "median_us": r.median_us}
             | {"reference_us": r.median_us * r.of_reference, "of_reference": r.of_reference}
             | {"round_ratio": r.round_ratio, "goal": goal, "met": met}
+        )
+    timed = {(r["layer"], r["M"], r["N"], r["K"]) for r in rows}
+    bad = checks[(checks.kernel == "dispatch") & (checks.status != "ok")] if checks is not None else checks
+    for r in bad.drop_duplicates(["layer", "M", "N", "K"]).itertuples() if bad is not None else []:
+        if r.layer != "held-out" or (r.layer, r.M, r.N, r.K) in timed:
+            continue
+        near = dispatch.origin(rule, r.M, r.N, r.K, r.picks)
+        rows.append(
+            {"layer": r.layer, "M": r.M, "N": r.N, "K": r.K, "kernel": r.picks}
+            | {"from": f"{near['M']}×{near['N']}×{near['K']}", "weights": "cold", "median_us": np.nan}
+            | {"reference_us": np.nan, "of_reference": np.nan, "round_ratio": np.nan}
+            | {"goal": f"{GOAL[0]}: not timed, its pick {r.status} ({r.reason})", "met": False}
         )
     return pd.DataFrame(rows, columns=DISPATCH)

@@ -50,6 +50,7 @@ class Variant:
     threads: int | None = None  # cpu blas: BLAS threads (None: every core)
     op: str = "matmul"  # what it computes: an operation of gpumm.run.operations
     arch: str | None = None  # a target beyond the run's (sm_90a: Hopper only), else None
+    needs: str | None = None  # the least GPU it runs on, built for the run's own (sm_90: a cluster), else None
 
     @property
     def is_cuda(self) -> bool:
@@ -124,7 +125,9 @@ class Variant:
         expanded (kind, entry, defines, flags, launch geometry, preparation, threads, work model, target), the
         tokens of its source and of every file it includes, and the measurement method's version. A change to
         any of them marks an archived measurement stale, unless ``python -m gpumm certify`` finds the same SASS."""
-        entry = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("label", "studies", "rung_below")}
+        # `needs` says where a build may run, not what it runs (the same build, the same numbers)
+        skip = ("label", "studies", "rung_below", "needs")
+        entry = {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
         sources = {f.relative_to(paths.KERNELS).as_posix(): f.read_text() for f in self.inputs()}
         return digest.of(entry, sources)
 
@@ -236,7 +239,7 @@ def _check_family(name: str, fam: dict, families: dict) -> None:
     if "tune" in fam and "params" in fam:
         raise CatalogError(f"catalog: {name}: a family has `tune` or `params`, not both")
     for key, cand in fam.get("tune", {}).items():
-        unknown = set(cand) - set(fam.get("defines", {}))
+        unknown = set(cand) - set(fam.get("defines", {})) - {"needs"}
         if unknown:
             raise CatalogError(f"catalog: {name}.tune.{key}: {sorted(unknown)} are not among the family's defines")
     params = fam.get("params", {})
@@ -326,7 +329,8 @@ def _variant(name: str, fam: dict, chosen_params: dict, key: str | None, cand: d
         entry=fam.get("entry"),
         block=tuple(fam["block"]) if "block" in fam else None,
         grid=tuple(fam["grid"]) if "grid" in fam else None,
-        defines=tuple(chosen_params.items()) + tuple({**fam.get("defines", {}), **cand}.items()),
+        defines=tuple(chosen_params.items())
+        + tuple({**fam.get("defines", {}), **{k: v for k, v in cand.items() if k != "needs"}}.items()),
         includes=included(fam["file"]) if fam.get("file") else (),
         nvcc_flags=tuple(f.format(**chosen_params) for f in fam.get("nvcc_flags", [])),
         prepare=(prep["entry"], tuple(prep["block"]), tuple(prep["grid"])) if prep else None,
@@ -335,6 +339,7 @@ def _variant(name: str, fam: dict, chosen_params: dict, key: str | None, cand: d
         threads=fam.get("threads"),
         op=fam.get("op", "matmul"),
         arch=fam.get("arch"),
+        needs=cand.get("needs", fam.get("needs")),
     )
     if variant.is_cuda:
         threads = variant.block_dims()[0] * variant.block_dims()[1]
@@ -428,5 +433,13 @@ def changed(variant_id: str, recorded: str | None) -> bool:
 
 
 def runs_on(variant: Variant, gpu_arch: str) -> bool:
-    """Whether ``variant`` can run on a GPU of ``gpu_arch`` (sm_90, sm_80, ...): an sm_90a kernel only on sm_90."""
-    return variant.arch is None or variant.arch.rstrip("a") == gpu_arch.rstrip("a")
+    """Whether ``variant`` can run on a GPU of ``gpu_arch`` (sm_90, sm_80, ...): an sm_90a kernel only on sm_90;
+    a build that ``needs`` sm_90 (a thread-block cluster) on sm_90 and later."""
+    if variant.arch is not None and variant.arch.rstrip("a") != gpu_arch.rstrip("a"):
+        return False
+    return variant.needs is None or _cc(gpu_arch) >= _cc(variant.needs)
+
+
+def _cc(arch: str) -> int:
+    """sm_90a -> 90."""
+    return int(re.sub(r"\D", "", arch))

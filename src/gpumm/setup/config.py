@@ -261,7 +261,8 @@ def _paired_and_timing(config: dict, families: dict) -> None:
 def _model(model: dict, families: dict) -> None:
     """``model.name`` is one of ``model.models`` (where the model is on, or models are given: a config without
     the section, such as tools/parallel-check.yaml, takes the schema's defaults, no model and a default name); its
-    kernels and reference are families of the tensor cores' operation (matmul_bf16)."""
+    kernels and reference are families of the tensor cores' operation (matmul_bf16), and ``model.fp32``'s of the
+    FP32 matrix multiply on the GPU (matmul, CUDA or cuBLAS)."""
     name, models = model.get("name"), model.get("models", {})
     if (model.get("enabled") or models) and name not in models:
         allowed = ", ".join(sorted(models)) or "none: model.models is empty"
@@ -275,6 +276,15 @@ def _model(model: dict, families: dict) -> None:
                 raise ConfigError(
                     f"config: model.{key}: {f!r} is not a family of the tensor cores (op matmul_bf16); "
                     f"allowed: {', '.join(bf16)}"
+                )
+    fp32 = model.get("fp32", {})
+    gpu32 = [f for f, x in families.items() if x.get("op", "matmul") == "matmul" and x["kind"] in ("cuda", "cublas")]
+    for key, names in (("kernels", fp32.get("kernels", [])), ("reference", [fp32.get("reference", "cublas")])):
+        for f in names:
+            if f not in gpu32:
+                raise ConfigError(
+                    f"config: model.fp32.{key}: {f!r} is not an FP32 matrix multiply on the GPU (op matmul); "
+                    f"allowed: {', '.join(gpu32)}"
                 )
 
 
