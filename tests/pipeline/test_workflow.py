@@ -426,6 +426,8 @@ def read_on_a_phone(report) -> None:
         for name in report_pages():
             phone.goto((report / f"{name}.html").as_uri())
             r = phone.evaluate(PHONE_CHECK)
+            # no page shows a cell's stderr (matplotlib's font search once printed a screenful, wider than a phone)
+            assert "output_stderr" not in (report / f"{name}.html").read_text(), name
             assert r["viewport"].startswith("width=device-width"), name
             assert r["pageScroll"] <= 390, (name, r["pageScroll"])  # the page never scrolls sideways
             assert not r["unboxed"], (name, r["unboxed"][:3])

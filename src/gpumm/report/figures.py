@@ -8,6 +8,7 @@ import base64
 import html
 import io
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -25,6 +26,11 @@ from gpumm.setup import files, manifest, regimes
 _PAGE = {"name": "page", "count": 0, "figures": 0, "data": None, "plot": None, "tables": None, "styles": {}}
 # a variant keeps one colour, marker and dash on a page, in every chart and panel: the first variant drawn on the
 # page takes the first style, the next new one the next (ten clearly distinct colours, then their light shades)
+# a log axis's tick labels (10^2) are mathtext; where the machine lacks the STIX and Computer Modern fonts,
+# matplotlib's font search warns once per font it falls back from (to DejaVu Sans, which has every glyph): lines
+# of stderr on a page, and wider than a phone
+logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
+
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
 PALETTE += ["#17becf", "#8c6d31", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2"]
 MARKERS = ["o", "s", "D", "^", "v", "P", "X", "h", "<", ">", "p"]
