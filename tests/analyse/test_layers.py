@@ -139,6 +139,18 @@ def test_a_dispatch_step_that_applied_another_rule_is_refused(run):
         layers.tables(run, GPU)
 
 
+def test_a_shape_whose_pick_failed_its_check_counts_as_a_goal_not_met(run):
+    folder = run / "raw" / "model-dispatch"
+    s = pd.read_csv(folder / "samples.csv")
+    s[~((s.layer == "a") & (s.M == 1) & (s.kernel == "dispatch"))].to_csv(folder / "samples.csv", index=False)
+    row = {"layer": "a", "M": 1, "N": 4096, "K": 4096, "kernel": "dispatch", "picks": "stream", "status": "failed"}
+    pd.DataFrame([row | {"check": "exact", "reason": "NaN in the output"}]).to_csv(folder / "checks.csv", index=False)
+    d = layers.tables(run, GPU)["model_dispatch"].set_index(["layer", "M"])
+    a1 = d.loc[("a", 1)]
+    assert a1.met == False and a1.kernel == "stream" and "NaN in the output" in a1.goal  # noqa: E712
+    assert a1.median_us != a1.median_us  # not timed: no time
+
+
 def test_a_run_without_the_model_has_empty_tables_with_their_columns(tmp_path):
     t = layers.tables(tmp_path, GPU)
     assert set(t) == {"model_read", "model_shapes", "model_rates", "model_dispatch", "model_tokens", "model_crossover"}

@@ -74,7 +74,8 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     changed = stale({**meta.get("digests", {}), **picked_meta.get("digests", {})})
     rates["stale"] = rates.picks.isin(changed)
     out = {"model_read": read, "model_shapes": shapes, "model_rates": rates}
-    out["model_dispatch"] = dispatch_table(rates, shapes, rule)
+    picked_checks = pd.read_csv(picked / "checks.csv") if "plan" in picked_meta else None
+    out["model_dispatch"] = dispatch_table(rates, shapes, rule, picked_checks)
     out["model_tokens"] = token_table(rates, shapes, reference)
     layers = shapes.drop_duplicates("layer")
     out["model_crossover"] = pd.DataFrame(
@@ -137,25 +138,51 @@ def rate_table(samples: pd.DataFrame, shapes: pd.DataFrame, reference: str) -> p
     return t[RATES]
 
 
-def dispatch_table(rates: pd.DataFrame, shapes: pd.DataFrame, rule: dict) -> pd.DataFrame:
+def _goal(m: int) -> str:
+    if m in DECODE:
+        return GOALS["decode"][0]
+    return "at least 98% of cuBLAS BF16 (paired)" if m >= PREFILL_FROM else ""
+
+
+def dispatch_table(
+    rates: pd.DataFrame, shapes: pd.DataFrame, rule: dict, checks: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The dispatcher at every shape the dispatch step timed (cold weights): what it picked, from which fitted
     shape, its share of cuBLAS BF16 and of the bound, and the goal of its regime (decode: M = 1 and 16; prefill:
-    M of 1024 and more) with whether it is met."""
+    M of 1024 and more) with whether it is met. A shape where the pick failed its check (``checks``: the
+    dispatch step's) was not timed: a row without a time, a goal there not met."""
     d = rates[(rates.step == "dispatch") & (rates.kernel == "dispatch") & (rates.weights == "cold")]
     rows = []
     for r in d.itertuples():
         near = dispatch.origin(rule, r.M, r.N, r.K, r.picks)
         s = shapes[(shapes.layer == r.layer) & (shapes.M == r.M)].iloc[0]
-        goal, met = "", None
+        goal, met = _goal(r.M), None
         if r.M in DECODE:
-            goal, met = GOALS["decode"][0], bool(r.of_dram >= 0.9 and r.round_ratio >= 1.0)
+            met = bool(r.of_dram >= 0.9 and r.round_ratio >= 1.0)
         elif r.M >= PREFILL_FROM:
-            goal, met = "at least 98% of cuBLAS BF16 (paired)", bool(r.round_ratio >= 0.98)
+            met = bool(r.round_ratio >= 0.98)
         rows.append(
             {"layer": r.layer, "M": r.M, "N": r.N, "K": r.K, "fitted": bool(s.fitted), "kernel": r.picks}
             | {"from": f"{near['layer']} M={near['M']}", "median_us": r.median_us}
             | {"reference_us": r.median_us * r.of_reference, "of_reference": r.of_reference}
             | {"round_ratio": r.round_ratio, "of_bound": r.of_bound, "regime": s.regime, "goal": goal, "met": met}
+        )
+    timed = {(r["layer"], r["M"]) for r in rows}
+    bad = checks[(checks.kernel == "dispatch") & (checks.status != "ok")] if checks is not None else None
+    for r in [] if bad is None else bad.drop_duplicates(["layer", "M"]).itertuples():
+        at = shapes[(shapes.layer == r.layer) & (shapes.M == r.M)]
+        if (r.layer, r.M) in timed or at.empty:
+            continue
+        s, near = at.iloc[0], dispatch.origin(rule, r.M, r.N, r.K, r.picks)
+        goal = _goal(r.M)
+        rows.append(
+            {"layer": r.layer, "M": r.M, "N": r.N, "K": r.K, "fitted": bool(s.fitted), "kernel": r.picks}
+            | {"from": f"{near['layer']} M={near['M']}", "median_us": np.nan, "reference_us": np.nan}
+            | {"of_reference": np.nan, "round_ratio": np.nan, "of_bound": np.nan, "regime": s.regime}
+            | {
+                "goal": f"{goal}: not timed, its pick {r.status} ({r.reason})" if goal else "",
+                "met": False if goal else None,
+            }
         )
     return pd.DataFrame(rows, columns=DISPATCH)
 
