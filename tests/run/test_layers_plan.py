@@ -61,7 +61,6 @@ def test_the_fp32_builds_of_the_model_steps_are_the_fp32_families_and_sgemm():
         "bf16_stream_max_m8",
         "cublas_bf16",
     ]
-    assert [v.id for v in config.model_variants(cfg)][-1] == "cublas"
     assert config.model_builds({**cfg, "model": {**cfg["model"], "enabled": False}}, fp32=True) == []
 
 

@@ -17,7 +17,19 @@ import pandas as pd
 
 from gpumm.run.layers import M_WEIGHT, distance, fill, pick, tile_of  # the rule applied, as the dispatch step does
 
-__all__ = ["FP32_M_WEIGHT", "M_WEIGHT", "distance", "fill", "fit", "origin", "pick", "same", "tile_of", "tiles_of"]
+__all__ = [
+    "FP32_M_WEIGHT",
+    "M_WEIGHT",
+    "distance",
+    "fill",
+    "fit",
+    "origin",
+    "pick",
+    "same",
+    "tile_of",
+    "tiles_of",
+    "untimed",
+]
 
 FP32_M_WEIGHT = 1.0  # the FP32 rule (model.fp32): its fit shapes have no tokens axis, every side counts alike
 
@@ -77,6 +89,15 @@ def tiles_of(kernels) -> dict[str, list[int] | None]:
             return None
 
     return {k: one(k) for k in kernels}
+
+
+def untimed(checks: pd.DataFrame | None, timed: set, keys: list[str]):
+    """The dispatch step's check rows (``checks``) of the shapes whose pick failed its check, each shape once by
+    ``keys``, leaving out those in ``timed`` (tuples of ``keys``): the shapes a dispatch table has no time for."""
+    if checks is None:
+        return []
+    bad = checks[(checks.kernel == "dispatch") & (checks.status != "ok")].drop_duplicates(keys)
+    return [r for r in bad.itertuples() if tuple(getattr(r, k) for k in keys) not in timed]
 
 
 def origin(rule: dict, M: int, N: int, K: int, kernel: str) -> dict:

@@ -79,6 +79,12 @@ def rate_table(samples: pd.DataFrame, reference: str, peak: float) -> pd.DataFra
     return t.sort_values("step", kind="stable").reset_index(drop=True)[RATES]  # each step's shapes in its order
 
 
+def _from(rule: dict, r) -> str:
+    """The fit shape whose ranking gave row ``r`` (its shape and its pick) its kernel, as M×N×K."""
+    near = dispatch.origin(rule, r.M, r.N, r.K, r.picks)
+    return f"{near['M']}×{near['N']}×{near['K']}"
+
+
 def dispatch_table(rates: pd.DataFrame, rule: dict, checks: pd.DataFrame | None = None) -> pd.DataFrame:
     """The FP32 dispatcher at every shape the dispatch step timed, cold and warm: its pick, the fit shape that gave
     it, its share of SGEMM; the goal at the held-out shapes (the ladder's odd ones). A held-out shape where the
@@ -87,27 +93,23 @@ def dispatch_table(rates: pd.DataFrame, rule: dict, checks: pd.DataFrame | None 
     warm = d[d.weights == "warm"].set_index(["layer", "M", "N", "K"]).round_ratio
     rows = []
     for r in d.itertuples():
-        near = dispatch.origin(rule, r.M, r.N, r.K, r.picks)
         goal, met = "", None
         if r.layer == "held-out" and r.weights == "cold":  # the ladder's regime is warm, the model steps' cold
             w = warm.get((r.layer, r.M, r.N, r.K), np.inf)
             goal, met = GOAL[0], bool(r.round_ratio >= GOAL[1] and w >= GOAL[1])
         rows.append(
-            {"layer": r.layer, "M": r.M, "N": r.N, "K": r.K, "kernel": r.picks}
-            | {"from": f"{near['M']}×{near['N']}×{near['K']}", "weights": r.weights, "median_us": r.median_us}
+            {"layer": r.layer, "M": r.M, "N": r.N, "K": r.K, "kernel": r.picks, "from": _from(rule, r)}
+            | {"weights": r.weights, "median_us": r.median_us}
             | {"reference_us": r.median_us * r.of_reference, "of_reference": r.of_reference}
             | {"round_ratio": r.round_ratio, "goal": goal, "met": met}
         )
-    timed = {(r["layer"], r["M"], r["N"], r["K"]) for r in rows}
-    bad = checks[(checks.kernel == "dispatch") & (checks.status != "ok")] if checks is not None else checks
-    for r in bad.drop_duplicates(["layer", "M", "N", "K"]).itertuples() if bad is not None else []:
-        if r.layer != "held-out" or (r.layer, r.M, r.N, r.K) in timed:
+    keys = ["layer", "M", "N", "K"]
+    for r in dispatch.untimed(checks, {tuple(x[k] for k in keys) for x in rows}, keys):
+        if r.layer != "held-out":
             continue
-        near = dispatch.origin(rule, r.M, r.N, r.K, r.picks)
         rows.append(
-            {"layer": r.layer, "M": r.M, "N": r.N, "K": r.K, "kernel": r.picks}
-            | {"from": f"{near['M']}×{near['N']}×{near['K']}", "weights": "cold", "median_us": np.nan}
-            | {"reference_us": np.nan, "of_reference": np.nan, "round_ratio": np.nan}
-            | {"goal": f"{GOAL[0]}: not timed, its pick {r.status} ({r.reason})", "met": False}
+            {"layer": r.layer, "M": r.M, "N": r.N, "K": r.K, "kernel": r.picks, "from": _from(rule, r)}
+            | {"weights": "cold", "median_us": np.nan, "reference_us": np.nan, "of_reference": np.nan}
+            | {"round_ratio": np.nan, "goal": f"{GOAL[0]}: not timed, its pick {r.status} ({r.reason})", "met": False}
         )
     return pd.DataFrame(rows, columns=DISPATCH)

@@ -167,14 +167,11 @@ def dispatch_table(
             | {"reference_us": r.median_us * r.of_reference, "of_reference": r.of_reference}
             | {"round_ratio": r.round_ratio, "of_bound": r.of_bound, "regime": s.regime, "goal": goal, "met": met}
         )
-    timed = {(r["layer"], r["M"]) for r in rows}
-    bad = checks[(checks.kernel == "dispatch") & (checks.status != "ok")] if checks is not None else None
-    for r in [] if bad is None else bad.drop_duplicates(["layer", "M"]).itertuples():
+    for r in dispatch.untimed(checks, {(x["layer"], x["M"]) for x in rows}, ["layer", "M"]):
         at = shapes[(shapes.layer == r.layer) & (shapes.M == r.M)]
-        if (r.layer, r.M) in timed or at.empty:
+        if at.empty:
             continue
-        s, near = at.iloc[0], dispatch.origin(rule, r.M, r.N, r.K, r.picks)
-        goal = _goal(r.M)
+        s, near, goal = at.iloc[0], dispatch.origin(rule, r.M, r.N, r.K, r.picks), _goal(r.M)
         rows.append(
             {"layer": r.layer, "M": r.M, "N": r.N, "K": r.K, "fitted": bool(s.fitted), "kernel": r.picks}
             | {"from": f"{near['layer']} M={near['M']}", "median_us": np.nan, "reference_us": np.nan}

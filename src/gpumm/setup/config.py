@@ -288,15 +288,10 @@ def _model(model: dict, families: dict) -> None:
                 )
 
 
-def model_variants(config: dict) -> list[catalog.Variant]:
-    """The builds the model's steps load: every build of ``model.kernels`` and the reference (cuBLAS BF16), then
-    of ``model.fp32.kernels`` and its reference (cuBLAS SGEMM), as the catalog expands them (tuning candidates too,
-    unless ``tune`` is off); none while the model is off."""
-    return model_builds(config, fp32=False) + model_builds(config, fp32=True)
-
-
 def model_builds(config: dict, fp32: bool) -> list[catalog.Variant]:
-    """The BF16 steps' builds (``fp32`` false) or the FP32 steps' (see :func:`model_variants`)."""
+    """The builds the model's BF16 steps load (``fp32`` false: every build of ``model.kernels`` and the reference,
+    cuBLAS BF16) or its FP32 steps' (``model.fp32.kernels`` and cuBLAS SGEMM), as the catalog expands them (tuning
+    candidates too, unless ``tune`` is off); none while the model is off."""
     model = config.get("model", {})
     if not model.get("enabled"):
         return []
