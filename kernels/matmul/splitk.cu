@@ -136,7 +136,8 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
         if (k0 + KC < kend) {
             fetch(k0 + KC);  // in flight while this stage is multiplied
         }
-#pragma unroll
+        // unrolled 4 times: fully, the cluster build spilled and the others ran slower (round 6)
+#pragma unroll 4
         for (int kk = 0; kk < BK; ++kk) {
             const int k = g * BK + kk;
             float a[TM], b[TN];
@@ -194,8 +195,8 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
             const int r = row0 + e / BN, c = col0 + e % BN;
             if (r < M && c < N) {
                 float sum = tile[e];
-#pragma unroll
 #if CL > 1
+#pragma unroll
                 for (int q = 1; q < CL; ++q) {
                     sum += cluster.map_shared_rank(tile, q)[e];
                 }

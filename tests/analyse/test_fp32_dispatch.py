@@ -57,11 +57,16 @@ def run(tmp_path):
 
 
 def test_the_fp32_rule_counts_every_side_alike_and_weighs_how_fully_tiles_cover_a_shape():
-    fit = _samples({("fit", 8192, 32, 8192): {"small": [55], "thin": [60]}, ("fit", 256, 256, 256): {"small": [1]}})
+    fit = _samples(
+        {
+            ("fit", 8192, 32, 8192): {"small": [55], "thin": [60], "cublas": [50]},
+            ("fit", 256, 256, 256): {"small": [1], "cublas": [1]},
+        }
+    )
     none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
-    rule = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, TILES)
-    assert rule["m_weight"] == 1.0 and rule["tiles"] == TILES
-    assert rule["points"][0]["us"] == {"small": 55.0, "thin": 60.0}
+    rule = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, TILES, dispatch.FP32_REGIMES)
+    assert rule["m_weight"] == 1.0 and rule["tiles"] == TILES and rule["regimes"] == ["cold", "warm"]
+    assert rule["points"][0]["cost"] == {"small": 1.1, "thin": 1.2}  # times SGEMM's, the worse regime
     takes = {"thin": None, "small": None}
     # 4097 x 33 x 4095: one octave of M and one of K from the thin shape (4 + 7 + 4 from 256^3); there 32 x 32
     # tiles were full and 55 us, but 4097 x 33 fills 4097 * 33 / (4128 * 64) = 51% of theirs: 55 / 0.51 = 108 us,
@@ -69,7 +74,7 @@ def test_the_fp32_rule_counts_every_side_alike_and_weighs_how_fully_tiles_cover_
     assert dispatch.pick(rule, 4097, 33, 4095, takes) == "thin"
     assert dispatch.pick(rule, 8192, 32, 8000, takes) == "small"  # the fit shape's own order where tiles fit alike
     plain = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT)  # no tiles: the ranking as measured
-    assert "tiles" not in plain and "us" not in plain["points"][0]
+    assert "tiles" not in plain and "cost" not in plain["points"][0] and "regimes" not in plain
     assert dispatch.pick(plain, 4097, 33, 4095, takes) == "small"
     assert dispatch.pick(rule, 333, 517, 129, takes) == "small"
     assert (
@@ -148,7 +153,10 @@ def test_a_kernel_that_failed_at_one_fit_shape_is_ranked_at_another_of_the_same_
     """FP32's fit shapes share the layer "fit" and some share an M (1024 x 1024 x 1024, 1024 x 32 x 8192): a
     failure at one is that shape's alone."""
     fit = _samples(
-        {("fit", 1024, 32, 8192): {"small": [5], "thin": [6]}, ("fit", 1024, 1024, 1024): {"small": [7], "thin": [8]}}
+        {
+            ("fit", 1024, 32, 8192): {"small": [5], "thin": [6], "cublas": [4]},
+            ("fit", 1024, 1024, 1024): {"small": [7], "thin": [8], "cublas": [6]},
+        }
     )
     fails = pd.DataFrame([{"layer": "fit", "M": 1024, "N": 32, "K": 8192, "kernel": "small", "status": "failed"}])
     rule = dispatch.fit(fit, fails, "cublas", dispatch.FP32_M_WEIGHT, TILES)
@@ -156,12 +164,38 @@ def test_a_kernel_that_failed_at_one_fit_shape_is_ranked_at_another_of_the_same_
     assert ranks == {(32, 8192): ["thin"], (1024, 1024): ["small", "thin"]}
 
 
+def test_the_fp32_rule_ranks_a_shapes_kernels_by_their_worse_share_of_sgemm_cold_or_warm():
+    """333 x 517 x 129 in the H100 archive: the cluster build at 91% of SGEMM cold and 67% warm (SGEMM 27% faster
+    with B in the L2, the cluster build not), `b32x48` slower cold but at 88% warm: the goal holds the dispatcher
+    to both, so the rule ranks by the worse."""
+    fit = _samples({("fit", 256, 512, 128): {"cluster": [5], "plain": [6], "cublas": [5.5]}})
+    warm = fit.weights == "warm"
+    fit.loc[warm & (fit.kernel == "cublas"), "us"] = 4.0
+    fit.loc[warm & (fit.kernel == "plain"), "us"] = 4.5
+    none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
+    tiles = {"cluster": [32, 48], "plain": [32, 48]}
+    rule = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, tiles, dispatch.FP32_REGIMES)
+    cost = rule["points"][0]["cost"]
+    assert rule["points"][0]["ranking"] == ["plain", "cluster"]
+    assert cost == {"plain": pytest.approx(4.5 / 4), "cluster": pytest.approx(5 / 4)}  # each its warm time
+    assert dispatch.pick(rule, 333, 517, 129, {"cluster": None, "plain": None}) == "plain"
+    cold = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, tiles)  # cold only: the other order
+    assert cold["points"][0]["ranking"] == ["cluster", "plain"]
+
+
+def test_a_shape_where_the_reference_was_not_timed_is_an_error_not_a_ranking():
+    fit = _samples({("fit", 256, 512, 128): {"plain": [6]}})
+    none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
+    with pytest.raises(ValueError, match="the reference cublas was not timed at 256 x 512 x 128"):
+        dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, {}, dispatch.FP32_REGIMES)
+
+
 def test_a_rule_is_the_same_whatever_the_last_bit_of_a_median():
-    a = {"m_weight": 1.0, "points": [{"M": 8, "ranking": ["x"], "us": {"x": 12.637840509414675}}]}
-    b = {"m_weight": 1.0, "points": [{"M": 8, "ranking": ["x"], "us": {"x": 12.637840509414673}}]}
+    a = {"m_weight": 1.0, "points": [{"M": 8, "ranking": ["x"], "cost": {"x": 12.637840509414675}}]}
+    b = {"m_weight": 1.0, "points": [{"M": 8, "ranking": ["x"], "cost": {"x": 12.637840509414673}}]}
     assert dispatch.same(a, b)  # the archive's machine's pandas and this one's, on the same samples
-    assert not dispatch.same(a, {**b, "points": [{"M": 8, "ranking": ["x"], "us": {"x": 12.64}}]})
-    assert not dispatch.same(a, {**b, "points": [{"M": 8, "ranking": ["y"], "us": {"x": 12.637840509414673}}]})
+    assert not dispatch.same(a, {**b, "points": [{"M": 8, "ranking": ["x"], "cost": {"x": 12.64}}]})
+    assert not dispatch.same(a, {**b, "points": [{"M": 8, "ranking": ["y"], "cost": {"x": 12.637840509414673}}]})
     assert not dispatch.same(a, {**b, "m_weight": 4.0}) and not dispatch.same({"k": 1}, {"k": "1"})
 
 

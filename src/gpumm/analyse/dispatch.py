@@ -2,7 +2,8 @@
 
 As cuBLAS's heuristics do, the rule maps a shape (M tokens against an N x K weight) to one kernel build of the
 catalog, and it is computed, not typed: from the model step's cold-weight samples at the *fitted* shapes (the
-configuration's ``model.tokens`` on every layer), each shape's verified members ranked by their median time. A
+configuration's ``model.tokens`` on every layer), each shape's verified members ranked by their median time
+against the reference's (the FP32 rule: the worse of cold and warm, where B fits in the L2). A
 shape, fitted or not, takes the ranking of the nearest fitted shape, nearness measured in octaves of M (counted
 four times: the tokens decide the regime), N and K, and in it the first kernel whose build takes its M (the
 catalog's ``MAX_M``). The held-out shapes (``model.held_out``: other token counts on every layer) were never
@@ -19,6 +20,7 @@ from gpumm.run.layers import M_WEIGHT, distance, fill, pick, tile_of  # the rule
 
 __all__ = [
     "FP32_M_WEIGHT",
+    "FP32_REGIMES",
     "M_WEIGHT",
     "distance",
     "fill",
@@ -32,6 +34,7 @@ __all__ = [
 ]
 
 FP32_M_WEIGHT = 1.0  # the FP32 rule (model.fp32): its fit shapes have no tokens axis, every side counts alike
+FP32_REGIMES = ("cold", "warm")  # its goal holds it to both: the model steps' weights cold, the ladder page's warm
 
 
 def fit(
@@ -40,28 +43,44 @@ def fit(
     reference: str,
     m_weight: float | None = None,
     tiles: dict[str, list[int] | None] | None = None,
+    regimes: tuple[str, ...] = ("cold",),
 ) -> dict:
-    """The rule from the model step's samples (cold weights) and checks: for each fitted shape, its members that
-    passed both checks, fastest first by median. The reference (cuBLAS BF16, or SGEMM for FP32) is measured beside
-    them but never picked: the rule chooses among this project's kernels. ``m_weight``: how much an octave of M
-    counts against one of N or K (default ``M_WEIGHT``: the tokens decide the regime). With ``tiles`` (each kernel's
-    block tile of C, [BM, BN] or None: the FP32 rule), the rule keeps them and each fitted shape's medians, and a
-    pick re-ranks the nearest shape's kernels by how fully their tiles cover the asked shape (``pick``)."""
-    cold = samples[(samples.weights == "cold") & (samples.kernel != reference) & (samples.kernel != "dispatch")]
+    """The rule from the model step's samples and checks: for each fitted shape, its members that passed both
+    checks, best first by their cost there, the worst over ``regimes`` (the weights cold, and warm where the step
+    timed it) of their median against the reference's in the same regime. The reference (cuBLAS BF16, or SGEMM for
+    FP32) is measured beside them but never picked: the rule chooses among this project's kernels. The BF16 rule is
+    fitted cold (its goals are); the FP32 rule on both regimes, as its goal holds it to both. ``m_weight``: how
+    much an octave of M counts against one of N or K (default ``M_WEIGHT``: the tokens decide the regime). With
+    ``tiles`` (each kernel's block tile of C, [BM, BN] or None: the FP32 rule), the rule keeps them and each fitted
+    shape's costs, and a pick re-ranks the nearest shape's kernels by how fully their tiles cover the asked shape
+    (``pick``)."""
+    timed = samples[samples.weights.isin(regimes) & (samples.kernel != "dispatch")]
     at = ["layer", "M", "N", "K", "kernel"]  # a shape is its layer and M x N x K (FP32's fit shapes share a layer)
     failed = set(map(tuple, checks[checks.status == "failed"][at].values))
     points = []
-    for (layer, m, n, k), g in cold.groupby(["layer", "M", "N", "K"], sort=False):
-        med = g.groupby("kernel").us.median()
-        ranking = [kid for kid in med.sort_values().index if (layer, m, n, k, kid) not in failed]
+    for (layer, m, n, k), g in timed.groupby(["layer", "M", "N", "K"], sort=False):
+        kernels = sorted(set(g.kernel) - {reference})
+        if not kernels:
+            continue
+        med = g.groupby(["weights", "kernel"]).us.median()
+        ref = {w: med[(w, reference)] for w in regimes if (w, reference) in med.index}
+        if not ref:
+            raise ValueError(f"the reference {reference} was not timed at {m} x {n} x {k} ({layer})")
+        cost = {
+            kid: max((med[(w, kid)] / r for w, r in ref.items() if (w, kid) in med.index), default=math.inf)
+            for kid in kernels
+        }
+        ranking = [kid for kid in sorted(kernels, key=cost.get) if (layer, m, n, k, kid) not in failed]
         points.append({"layer": layer, "M": int(m), "N": int(n), "K": int(k), "ranking": ranking})
         if tiles is not None:
-            points[-1]["us"] = {kid: float(med[kid]) for kid in ranking}
+            points[-1]["cost"] = {kid: float(cost[kid]) for kid in ranking}
     if not points:
         raise ValueError("no fitted shape: the model step timed no kernel but the reference")
     rule = {"reference": reference, "m_weight": M_WEIGHT if m_weight is None else m_weight, "points": points}
     if tiles is not None:
         rule["tiles"] = {kid: tiles.get(kid) for kid in sorted({k for p in points for k in p["ranking"]})}
+    if tuple(regimes) != ("cold",):
+        rule["regimes"] = list(regimes)
     return rule
 
 

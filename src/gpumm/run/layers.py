@@ -108,7 +108,7 @@ def fill(tile: list[int] | None, M: int, N: int) -> float:
 def pick(rule: dict, M: int, N: int, K: int, max_m: dict[str, int | None]) -> str:
     """The kernel the rule gives M x N x K: the nearest fitted shape's fastest kernel that takes M tokens
     (``max_m``: each kernel's MAX_M, None for any), else the next nearest shape's. ValueError if none takes it.
-    A rule with ``tiles`` (the FP32 rule) ranks the nearest shape's kernels again by their time there scaled by
+    A rule with ``tiles`` (the FP32 rule) ranks the nearest shape's kernels again by their cost there scaled by
     how much less (or more) of their tiles M x N fills than that shape did: 4097 x 33 fills two columns of 32-wide
     tiles, half their work wasted, where 8192 x 32 filled one."""
     tiles = rule.get("tiles")
@@ -116,7 +116,8 @@ def pick(rule: dict, M: int, N: int, K: int, max_m: dict[str, int | None]) -> st
         takers = [k for k in point["ranking"] if k in max_m and (max_m[k] is None or M <= max_m[k])]
         if takers and tiles is not None:
             t = {k: tiles.get(k) for k in takers}
-            return min(takers, key=lambda k: point["us"][k] * fill(t[k], point["M"], point["N"]) / fill(t[k], M, N))
+            cost = point["cost"]
+            return min(takers, key=lambda k: cost[k] * fill(t[k], point["M"], point["N"]) / fill(t[k], M, N))
         if takers:
             return takers[0]
     raise ValueError(f"no kernel of the rule takes M = {M} (N = {N}, K = {K})")
