@@ -45,7 +45,7 @@ def run(tmp_path):
         }
     )
     none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
-    rule = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, TILES)
+    rule = dispatch.fit_fp32(fit, none, "cublas", TILES)
     _step(tmp_path / "raw" / "model-fp32", fit)
     picked = {
         ("held-out", 333, 517, 129): {"dispatch": ("small", [6, 6, 6]), "cublas": [5, 5, 5]},
@@ -64,7 +64,7 @@ def test_the_fp32_rule_counts_every_side_alike_and_weighs_how_fully_tiles_cover_
         }
     )
     none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
-    rule = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, TILES, dispatch.FP32_REGIMES)
+    rule = dispatch.fit_fp32(fit, none, "cublas", TILES)
     assert rule["m_weight"] == 1.0 and rule["tiles"] == TILES and rule["regimes"] == ["cold", "warm"]
     assert rule["points"][0]["cost"] == {"small": 1.1, "thin": 1.2}  # times SGEMM's, the worse regime
     takes = {"thin": None, "small": None}
@@ -174,7 +174,7 @@ def test_the_fp32_rule_ranks_a_shapes_kernels_by_their_worse_share_of_sgemm_cold
     fit.loc[warm & (fit.kernel == "plain"), "us"] = 4.5
     none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
     tiles = {"cluster": [32, 48], "plain": [32, 48]}
-    rule = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, tiles, dispatch.FP32_REGIMES)
+    rule = dispatch.fit_fp32(fit, none, "cublas", tiles)
     cost = rule["points"][0]["cost"]
     assert rule["points"][0]["ranking"] == ["plain", "cluster"]
     assert cost == {"plain": pytest.approx(4.5 / 4), "cluster": pytest.approx(5 / 4)}  # each its warm time
@@ -207,6 +207,17 @@ def test_the_fp32_rule_step_holds_sgemm_out_and_names_a_reference_it_did_not_tim
     rule = json.loads(out.read_text())  # the reference defaults to cuBLAS SGEMM with --fp32: never ranked
     assert rule["reference"] == "cublas" and all("cublas" not in p["ranking"] for p in rule["points"])
     assert rule["tiles"] == {"small": None, "thin": None}  # not catalog builds: no tile known
+    # the FP32 tables fit the rule again and refuse a dispatch step that applied another: the step's own rule passes
+    meta = run / "raw" / "model-fp32-dispatch" / "meta.json"
+    step = json.loads(meta.read_text())
+    step["plan"]["dispatch"] = json.loads(out.read_text()) | {"tiles": TILES}
+    meta.write_text(json.dumps(step))
+    tiled = tmp_path / "tiled.json"
+    fit = pd.read_csv(run / "raw" / "model-fp32" / "samples.csv")
+    none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
+    tiled.write_text(json.dumps(dispatch.fit_fp32(fit, none, "cublas", TILES)))
+    assert step["plan"]["dispatch"] == json.loads(tiled.read_text())
+    assert not fp32_dispatch.tables(run, GPU)["fp32_dispatch"].empty
     rc = cli.main(["model-rule", "--raw", str(run / "raw" / "model-fp32"), "--out", str(tmp_path / "r2.json")])
     err = capsys.readouterr().err
     assert rc == 2 and "'cublas_bf16' is not among the kernels" in err and "Traceback" not in err

@@ -35,7 +35,7 @@ def cmd_model_rule(args):
         )
     if args.fp32:
         tiles = dispatch.tiles_of(sorted(set(samples.kernel) - {reference}))
-        rule = dispatch.fit(samples, checks, reference, dispatch.FP32_M_WEIGHT, tiles, dispatch.FP32_REGIMES)
+        rule = dispatch.fit_fp32(samples, checks, reference, tiles)
     else:
         rule = dispatch.fit(samples, checks, reference)
     files.write_text(Path(args.out), files.json_text(rule, indent=1))

@@ -25,6 +25,7 @@ __all__ = [
     "distance",
     "fill",
     "fit",
+    "fit_fp32",
     "origin",
     "pick",
     "same",
@@ -82,6 +83,12 @@ def fit(
     if tuple(regimes) != ("cold",):
         rule["regimes"] = list(regimes)
     return rule
+
+
+def fit_fp32(samples: pd.DataFrame, checks: pd.DataFrame, reference: str, tiles: dict) -> dict:
+    """The FP32 rule (``model-rule --fp32``, and fitted again by the FP32 tables to check the one applied): every
+    side counted alike, each kernel's cost the worse of cold and warm, the tiles kept."""
+    return fit(samples, checks, reference, FP32_M_WEIGHT, tiles, FP32_REGIMES)
 
 
 def same(a, b) -> bool:

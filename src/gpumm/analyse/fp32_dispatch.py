@@ -50,7 +50,7 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     if "plan" in picked_meta:
         applied = picked_meta["plan"].get("dispatch") or {}
         # the tiles the rule recorded (build facts of its fit), the ranking and times from the samples again
-        rule = dispatch.fit(fit_s, fit_c, reference, dispatch.FP32_M_WEIGHT, applied.get("tiles") or {})
+        rule = dispatch.fit_fp32(fit_s, fit_c, reference, applied.get("tiles") or {})
         if not dispatch.same(applied, rule):
             raise ValueError(
                 f"{picked}: the FP32 dispatch step applied a rule the fit samples of {raw} do not give (fitted "
