@@ -76,10 +76,36 @@ def test_no_kernel_taking_the_shape_is_an_error_not_a_guess():
 
 
 def test_the_shape_a_pick_comes_from_is_the_one_whose_ranking_gave_it():
-    """M = 17 is nearest the fitted M = 16, whose builds take at most 16 tokens: the pick falls through to a kernel
-    that shape also ranks (the race), so it comes from M = 16; a kernel no fitted shape ranks comes from none."""
+    """Beyond the fitted token counts the nearest fitted shape that ranks the kernel; between two, both (M = 17
+    lies between 16 and 1024, both rank the race); a kernel no fitted shape ranks comes from none."""
     rule = dispatch.fit(samples(TIMES), NO_FAILS, REF)
-    assert dispatch.origin(rule, 17, 4096, 4096, "race")["M"] == 16
-    assert dispatch.origin(rule, 2, 4096, 4096, "mma16")["M"] == 1
+    assert dispatch.origin(rule, 2000, 4096, 4096, "race")["M"] == 1024
+    assert dispatch.origin(rule, 17, 4096, 4096, "race")["M"] == "16–1024"  # between two that both rank it
+    assert dispatch.origin(rule, 2, 4096, 4096, "mma16")["M"] == "1–16"
+    assert dispatch.origin(rule, 2, 4096, 4096, "stream1")["M"] == 1  # ranked at one end only
     with pytest.raises(ValueError, match="ranks nothing|no fitted shape of the rule ranks"):
         dispatch.origin(rule, 1, 4096, 4096, REF)
+
+
+def test_between_two_fitted_token_counts_the_kernel_whose_worse_cost_of_the_two_is_least():
+    """The H100 archive's logits layer: bf16_pingpong 7% faster than cuBLAS BF16 at 1024 tokens and 30% slower at
+    4096, bf16_persistent 2% and 4% faster; 2000 tokens is nearer 1024, and the nearest ranking gave it pingpong
+    (0.78x cuBLAS there). Between the two it takes persistent, the better of the worse ends."""
+    times = {
+        ("logits", 1024, 128256, 4096, "pingpong"): 93.0,
+        ("logits", 1024, 128256, 4096, "persistent"): 98.0,
+        ("logits", 1024, 128256, 4096, REF): 100.0,
+        ("logits", 4096, 128256, 4096, "pingpong"): 520.0,
+        ("logits", 4096, 128256, 4096, "persistent"): 384.0,
+        ("logits", 4096, 128256, 4096, REF): 400.0,
+    }
+    rule = dispatch.fit(samples(times), NO_FAILS, REF)
+    cost = {p["M"]: p["cost"] for p in rule["points"]}
+    assert cost[1024] == {"pingpong": pytest.approx(0.93), "persistent": pytest.approx(0.98)}
+    takes = {"pingpong": None, "persistent": None}
+    assert dispatch.pick(rule, 2000, 128256, 4096, takes) == "persistent"
+    assert dispatch.pick(rule, 1024, 128256, 4096, takes) == "pingpong"  # a fitted shape: its own ranking
+    assert dispatch.pick(rule, 8192, 128256, 4096, takes) == "persistent"  # past the last: the nearest
+    assert dispatch.pick(rule, 2000, 4096, 4096, takes) == "pingpong"  # another weight: the nearest shape's
+    assert dispatch.pick(rule, 2000, 128256, 4096, {"pingpong": None}) == "pingpong"  # only one takes it
+    assert dispatch.origin(rule, 2000, 128256, 4096, "persistent")["M"] == "1024–4096"

@@ -6,8 +6,9 @@ configuration's ``model.tokens`` on every layer), each shape's verified members 
 against the reference's (the FP32 rule: the worse of cold and warm, where B fits in the L2). A
 shape, fitted or not, takes the ranking of the nearest fitted shape, nearness measured in octaves of M (counted
 four times: the tokens decide the regime), N and K, and in it the first kernel whose build takes its M (the
-catalog's ``MAX_M``). The held-out shapes (``model.held_out``: other token counts on every layer) were never
-fitted; the dispatch step times the rule there too, and the page says which shapes are which.
+catalog's ``MAX_M``); a shape between two fitted token counts of its layer takes the kernel ranked at both whose
+worse cost of the two is least (``pick``). The held-out shapes (``model.held_out``: other token counts on every
+layer) were never fitted; the dispatch step times the rule there too, and the page says which shapes are which.
 
 Pure functions on tables, tested on the CPU.
 """
@@ -16,12 +17,20 @@ import math
 
 import pandas as pd
 
-from gpumm.run.layers import M_WEIGHT, distance, fill, pick, tile_of  # the rule applied, as the dispatch step does
+from gpumm.run.layers import (
+    M_WEIGHT,
+    bracket,
+    distance,
+    fill,
+    pick,
+    tile_of,
+)  # the rule applied, as the dispatch step does
 
 __all__ = [
     "FP32_M_WEIGHT",
     "FP32_REGIMES",
     "M_WEIGHT",
+    "bracket",
     "distance",
     "fill",
     "fit",
@@ -73,8 +82,7 @@ def fit(
         }
         ranking = [kid for kid in sorted(kernels, key=cost.get) if (layer, m, n, k, kid) not in failed]
         points.append({"layer": layer, "M": int(m), "N": int(n), "K": int(k), "ranking": ranking})
-        if tiles is not None:
-            points[-1]["cost"] = {kid: float(cost[kid]) for kid in ranking}
+        points[-1]["cost"] = {kid: float(cost[kid]) for kid in ranking}
     if not points:
         raise ValueError("no fitted shape: the model step timed no kernel but the reference")
     rule = {"reference": reference, "m_weight": M_WEIGHT if m_weight is None else m_weight, "points": points}
@@ -128,7 +136,12 @@ def untimed(checks: pd.DataFrame | None, timed: set, keys: list[str]):
 
 def origin(rule: dict, M: int, N: int, K: int, kernel: str) -> dict:
     """The fitted shape whose ranking gave ``kernel`` to M x N x K: the nearest one that ranks it (a pick falls
-    through to a further shape where no kernel of the nearest takes M)."""
+    through to a further shape where no kernel of the nearest takes M); between two fitted token counts that both
+    rank it (``bracket``), the two, as one shape whose M is their range ("1024–4096")."""
+    ends = bracket(rule, M, N, K, [kernel])
+    if ends and all(kernel in p["ranking"] for p in ends):
+        lo, hi = ends
+        return {**lo, "M": f"{lo['M']}–{hi['M']}"}
     ranked = [p for p in sorted(rule["points"], key=lambda p: distance(rule, p, M, N, K)) if kernel in p["ranking"]]
     if not ranked:
         raise ValueError(f"no fitted shape of the rule ranks {kernel}")
