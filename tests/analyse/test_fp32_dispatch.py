@@ -137,7 +137,7 @@ def test_an_fp32_dispatch_step_that_applied_another_rule_is_refused(run):
     m = json.loads(meta.read_text())
     m["plan"]["dispatch"]["m_weight"] = 4.0
     meta.write_text(json.dumps(m))
-    with pytest.raises(ValueError, match="FP32 dispatch step applied a rule"):
+    with pytest.raises(ValueError, match="FP32 dispatch step applied a rule its fit samples do not give"):
         fp32_dispatch.tables(run, GPU)
 
 

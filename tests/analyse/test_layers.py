@@ -135,7 +135,25 @@ def test_a_dispatch_step_that_applied_another_rule_is_refused(run):
     m = json.loads(meta.read_text())
     m["plan"]["dispatch"]["points"][0]["ranking"].reverse()
     meta.write_text(json.dumps(m))
-    with pytest.raises(ValueError, match="applied a rule the fitted samples"):
+    with pytest.raises(ValueError, match="applied a rule its fit samples do not give"):
+        layers.tables(run, GPU)
+
+
+def test_a_rule_recorded_before_the_costs_is_checked_on_its_rankings_and_on_every_pick_it_timed(run):
+    """An archive's dispatch step that recorded its rule before each fitted shape kept its costs: the same
+    rankings, and each timed pick the one today's rule gives, pass; a pick today's rule would not make is
+    refused."""
+    meta = run / "raw" / "model-dispatch" / "meta.json"
+    m = json.loads(meta.read_text())
+    for p in m["plan"]["dispatch"]["points"]:
+        del p["cost"]
+    meta.write_text(json.dumps(m))
+    assert not layers.tables(run, GPU)["model_dispatch"].empty
+    samples = run / "raw" / "model-dispatch" / "samples.csv"
+    s = pd.read_csv(samples)
+    s.loc[(s.kernel == "dispatch") & (s.M == 8), "picks"] = "stream"  # today's rule gives the race at M = 8
+    s.to_csv(samples, index=False)
+    with pytest.raises(ValueError, match="timed stream at 8 x 4096 x 4096, where today's rule picks race"):
         layers.tables(run, GPU)
 
 

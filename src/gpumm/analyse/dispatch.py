@@ -31,10 +31,12 @@ __all__ = [
     "FP32_REGIMES",
     "M_WEIGHT",
     "bracket",
+    "check_applied",
     "distance",
     "fill",
     "fit",
     "fit_fp32",
+    "max_m_of",
     "origin",
     "pick",
     "same",
@@ -109,6 +111,46 @@ def same(a, b) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         return isinstance(a, int | float) and isinstance(b, int | float) and math.isclose(a, b, rel_tol=1e-9)
     return a == b
+
+
+def _as_recorded(rule: dict, applied: dict) -> dict:
+    """``rule`` with only the keys ``applied`` has, at the top and in each fitted shape."""
+    out = {k: v for k, v in rule.items() if k in applied}
+    if isinstance(applied.get("points"), list) and len(applied["points"]) == len(rule["points"]):
+        out["points"] = [{k: v for k, v in p.items() if k in a} for p, a in zip(rule["points"], applied["points"])]
+    return out
+
+
+def check_applied(applied: dict, rule: dict, timed: pd.DataFrame) -> str:
+    """'' where the rule a dispatch step applied (``applied``, from its meta.json) is ``rule``, fitted again here
+    from the same samples, else why not. A rule recorded before a field was added to the rule (each fitted shape's
+    costs, since 2026-11-27) is compared on the fields it has; then each pick the step timed (``timed``: its
+    samples, the member ``dispatch`` with the kernel it ``picks``) must be the one ``rule`` gives today."""
+    if same(applied, rule):
+        return ""
+    if not same(applied, _as_recorded(rule, applied)):
+        return "applied a rule its fit samples do not give (fitted again here)"
+    kernels = sorted({k for p in rule["points"] for k in p["ranking"]})
+    max_m = max_m_of(kernels)
+    for r in timed[timed.kernel == "dispatch"].drop_duplicates(["M", "N", "K"]).itertuples():
+        today = pick(rule, r.M, r.N, r.K, max_m)
+        if today != r.picks:
+            return f"timed {r.picks} at {r.M} x {r.N} x {r.K}, where today's rule picks {today}"
+    return ""
+
+
+def max_m_of(kernels) -> dict[str, int | None]:
+    """Each kernel's MAX_M from today's catalog (None for any M, and where the catalog has no such build)."""
+    from gpumm.run.layers import max_m
+    from gpumm.setup import catalog
+
+    def one(k):
+        try:
+            return max_m(catalog.from_id(k))
+        except catalog.CatalogError:
+            return None
+
+    return {k: one(k) for k in kernels}
 
 
 def tiles_of(kernels) -> dict[str, list[int] | None]:

@@ -51,12 +51,11 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
         applied = picked_meta["plan"].get("dispatch") or {}
         # the tiles the rule recorded (build facts of its fit), the ranking and times from the samples again
         rule = dispatch.fit_fp32(fit_s, fit_c, reference, applied.get("tiles") or {})
-        if not dispatch.same(applied, rule):
-            raise ValueError(
-                f"{picked}: the FP32 dispatch step applied a rule the fit samples of {raw} do not give (fitted "
-                "again here): run the FP32 steps again"
-            )
-        samples.append(pd.read_csv(picked / "samples.csv").assign(step="dispatch"))
+        timed = pd.read_csv(picked / "samples.csv")
+        why = dispatch.check_applied(applied, rule, timed)
+        if why:
+            raise ValueError(f"{picked}: the FP32 dispatch step {why} ({raw}): run the FP32 steps again")
+        samples.append(timed.assign(step="dispatch"))
     s = pd.concat(samples, ignore_index=True)
     rates = rate_table(s, reference, hardware.fp32_peak(gpu))
     changed = layers.stale({**meta.get("digests", {}), **picked_meta.get("digests", {})})

@@ -60,13 +60,13 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     rule = dispatch.fit(fitted_s, fitted_c, reference)
     picked_meta = json.loads((picked / "meta.json").read_text()) if (picked / "meta.json").is_file() else {}
     if "plan" in picked_meta:
-        applied = picked_meta["plan"].get("dispatch")
-        if not dispatch.same(applied, rule):
+        timed = pd.read_csv(picked / "samples.csv")
+        why = dispatch.check_applied(picked_meta["plan"].get("dispatch") or {}, rule, timed)
+        if why:
             raise ValueError(
-                f"{picked}: the dispatch step applied a rule the fitted samples of {raw} do not give (fitted again "
-                "here): run the model step and the dispatch step again"
+                f"{picked}: the dispatch step {why} ({raw}): run the model step and the dispatch step again"
             )
-        samples.append(pd.read_csv(picked / "samples.csv").assign(step="dispatch"))
+        samples.append(timed.assign(step="dispatch"))
         per_shape.append(pd.read_csv(picked / "shapes.csv"))
     s = pd.concat(samples, ignore_index=True)
     shapes = shape_table(spec, pd.concat(per_shape, ignore_index=True), s, rate, peak)
