@@ -53,9 +53,10 @@ def test_a_kernel_that_failed_its_checks_at_a_shape_is_not_ranked_there():
     "m, expected",
     [(1, "stream1"), (2, "mma16"), (5, "mma16"), (16, "mma16"), (17, "race"), (100, "race"), (2000, "race")],
 )
-def test_a_shape_takes_the_nearest_fitted_ranking_and_its_first_kernel_that_takes_its_m(m, expected):
-    """M = 2 is nearest M = 1, whose fastest (a one-token build) cannot take it: the next of that ranking; M = 17
-    is nearest 16, where no build of at most 16 tokens may go."""
+def test_a_shape_takes_the_fitted_rankings_and_a_kernel_that_takes_its_m(m, expected):
+    """M = 2 lies between the fitted 1 and 16: the one-token build cannot take it, mma16's worse cost of the two
+    (13/9) is less than the race's; M = 17 between 16 and 1024, where no build of at most 16 tokens may go; 2000
+    past the last fitted M: the nearest's ranking."""
     rule = dispatch.fit(samples(TIMES), NO_FAILS, REF)
     assert dispatch.pick(rule, m, 4096, 4096, MAX_M) == expected
 
@@ -109,3 +110,51 @@ def test_between_two_fitted_token_counts_the_kernel_whose_worse_cost_of_the_two_
     assert dispatch.pick(rule, 2000, 4096, 4096, takes) == "pingpong"  # another weight: the nearest shape's
     assert dispatch.pick(rule, 2000, 128256, 4096, {"pingpong": None}) == "pingpong"  # only one takes it
     assert dispatch.origin(rule, 2000, 128256, 4096, "persistent")["M"] == "1024–4096"
+
+
+def test_between_two_fitted_counts_a_build_that_cannot_take_the_upper_competes_on_the_lower_alone():
+    """A build of at most 8 tokens is never timed at 16: between 1 and 16 it competes on its cost at 1."""
+    times = {
+        ("l", 1, 4096, 4096, "m8"): 5.0,
+        ("l", 1, 4096, 4096, "big"): 10.0,
+        ("l", 1, 4096, 4096, REF): 10.0,
+        ("l", 16, 4096, 4096, "big"): 10.0,
+        ("l", 16, 4096, 4096, REF): 10.0,
+    }
+    rule = dispatch.fit(samples(times), NO_FAILS, REF)
+    takes = {"m8": 8, "big": None}
+    assert [dispatch.pick(rule, m, 4096, 4096, takes) for m in (2, 8, 9)] == ["m8", "m8", "big"]
+    assert dispatch.origin(rule, 2, 4096, 4096, "m8")["M"] == 1
+    assert dispatch.origin(rule, 9, 4096, 4096, "big")["M"] == "1–16"
+
+
+def test_a_pick_that_fell_back_to_the_nearest_shape_names_that_shape_not_a_range():
+    """At 2000 between 1024 and 4096 no kernel is ranked at both (x failed its check at 4096, y was not timed at
+    1024): the pick is the nearest shape's, and so is its origin, not a range of two shapes it never used."""
+    times = {
+        ("l", 1024, 4096, 4096, "x"): 9.0,
+        ("l", 1024, 4096, 4096, REF): 10.0,
+        ("l", 4096, 4096, 4096, "x"): 30.0,
+        ("l", 4096, 4096, 4096, "y"): 41.0,
+        ("l", 4096, 4096, 4096, REF): 40.0,
+        ("l", 8192, 4096, 4096, "x"): 70.0,
+        ("l", 8192, 4096, 4096, REF): 80.0,
+    }
+    fails = pd.DataFrame([{"layer": "l", "M": 4096, "N": 4096, "K": 4096, "kernel": "x", "status": "failed"}])
+    rule = dispatch.fit(samples(times), fails, REF)
+    assert dispatch.pick(rule, 2000, 4096, 4096, {"x": None, "y": None}) == "x"
+    assert dispatch.origin(rule, 2000, 4096, 4096, "x")["M"] == 1024
+
+
+def test_the_applied_rule_and_every_pick_the_step_made_must_be_todays():
+    rule = dispatch.fit(samples(TIMES), NO_FAILS, REF)
+    made = pd.DataFrame(
+        [{"kernel": "dispatch", "M": m, "N": 4096, "K": 4096, "picks": k} for m, k in [(2, "mma16"), (17, "race")]]
+    )
+    assert dispatch.check_applied(rule, rule, made) == ""
+    old = {**rule, "points": [{k: v for k, v in p.items() if k != "cost"} for p in rule["points"]]}
+    assert dispatch.check_applied(old, rule, made) == ""  # recorded before the costs: compared without them
+    assert "applied a rule" in dispatch.check_applied({}, rule, made)
+    assert "applied a rule" in dispatch.check_applied({**old, "m_weight": 1.0}, rule, made)
+    wrong = made.assign(picks=["race", "race"])  # the same rule, a pick today's rule would not make
+    assert dispatch.check_applied(rule, rule, wrong) == "picked race at 2 x 4096 x 4096, where today's rule picks mma16"

@@ -69,8 +69,8 @@ def test_the_fp32_rule_counts_every_side_alike_and_weighs_how_fully_tiles_cover_
     assert rule["points"][0]["cost"] == {"small": 1.1, "thin": 1.2}  # times SGEMM's, the worse regime
     takes = {"thin": None, "small": None}
     # 4097 x 33 x 4095: one octave of M and one of K from the thin shape (4 + 7 + 4 from 256^3); there 32 x 32
-    # tiles were full and 55 us, but 4097 x 33 fills 4097 * 33 / (4128 * 64) = 51% of theirs: 55 / 0.51 = 108 us,
-    # against 60 * (32 / 48) / (4097 * 33 / (4128 * 48)) = 59 us for the 32 x 48 tiles
+    # tiles were full and cost 1.1 (times SGEMM's), but 4097 x 33 fills 4097 * 33 / (4128 * 64) = 51% of theirs:
+    # 1.1 / 0.51 = 2.15, against 1.2 * (32 / 48) / (4097 * 33 / (4128 * 48)) = 1.17 for the 32 x 48 tiles
     assert dispatch.pick(rule, 4097, 33, 4095, takes) == "thin"
     assert dispatch.pick(rule, 8192, 32, 8000, takes) == "small"  # the fit shape's own order where tiles fit alike
     plain = dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT)  # no tiles: the ranking as measured
@@ -183,11 +183,17 @@ def test_the_fp32_rule_ranks_a_shapes_kernels_by_their_worse_share_of_sgemm_cold
     assert cold["points"][0]["ranking"] == ["cluster", "plain"]
 
 
-def test_a_shape_where_the_reference_was_not_timed_is_an_error_not_a_ranking():
-    fit = _samples({("fit", 256, 512, 128): {"plain": [6]}})
+def test_a_shape_where_the_reference_was_not_timed_is_not_ranked_and_a_kernel_missing_a_regime_is_not_either():
+    fit = _samples(
+        {("fit", 256, 512, 128): {"plain": [6]}, ("fit", 512, 512, 512): {"plain": [9], "thin": [8], "cublas": [7]}}
+    )
+    fit = fit[~((fit.kernel == "thin") & (fit.weights == "warm"))]  # timed cold only: its warm cost unknown
     none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
-    with pytest.raises(ValueError, match="the reference cublas was not timed at 256 x 512 x 128"):
-        dispatch.fit(fit, none, "cublas", dispatch.FP32_M_WEIGHT, {}, dispatch.FP32_REGIMES)
+    rule = dispatch.fit_fp32(fit, none, "cublas", {})
+    assert [(p["M"], p["ranking"]) for p in rule["points"]] == [(512, ["plain"])]
+    assert rule["points"][0]["cost"] == {"plain": pytest.approx(9 / 7)}
+    with pytest.raises(ValueError, match="no fitted shape"):
+        dispatch.fit_fp32(fit[fit.M == 256], none, "cublas", {})
 
 
 def test_a_rule_is_the_same_whatever_the_last_bit_of_a_median():

@@ -77,12 +77,15 @@ def fit(
         med = g.groupby(["weights", "kernel"]).us.median()
         ref = {w: med[(w, reference)] for w in regimes if (w, reference) in med.index}
         if not ref:
-            raise ValueError(f"the reference {reference} was not timed at {m} x {n} x {k} ({layer})")
+            continue  # the reference failed its check here: no cost to rank by (the checks table says so)
+        # a kernel's cost: its worse time against the reference's over the regimes the reference was timed in;
+        # a kernel not timed in one of them is not ranked
         cost = {
-            kid: max((med[(w, kid)] / r for w, r in ref.items() if (w, kid) in med.index), default=math.inf)
+            kid: max(med[(w, kid)] / r for w, r in ref.items())
             for kid in kernels
+            if all((w, kid) in med.index for w in ref)
         }
-        ranking = [kid for kid in sorted(kernels, key=cost.get) if (layer, m, n, k, kid) not in failed]
+        ranking = [kid for kid in sorted(cost, key=cost.get) if (layer, m, n, k, kid) not in failed]
         points.append({"layer": layer, "M": int(m), "N": int(n), "K": int(k), "ranking": ranking})
         points[-1]["cost"] = {kid: float(cost[kid]) for kid in ranking}
     if not points:
@@ -102,7 +105,7 @@ def fit_fp32(samples: pd.DataFrame, checks: pd.DataFrame, reference: str, tiles:
 
 
 def same(a, b) -> bool:
-    """Whether two rules are the same: equal in every key, their medians within a part in 10^9 (the same samples'
+    """Whether two rules are the same: equal in every key, their costs within a part in 10^9 (the same samples'
     median can differ in its last bit between two builds of pandas: the archive's machine and this one)."""
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
@@ -113,29 +116,25 @@ def same(a, b) -> bool:
     return a == b
 
 
-def _as_recorded(rule: dict, applied: dict) -> dict:
-    """``rule`` with only the keys ``applied`` has, at the top and in each fitted shape."""
-    out = {k: v for k, v in rule.items() if k in applied}
-    if isinstance(applied.get("points"), list) and len(applied["points"]) == len(rule["points"]):
-        out["points"] = [{k: v for k, v in p.items() if k in a} for p, a in zip(rule["points"], applied["points"])]
-    return out
+def _without_costs(rule: dict) -> dict:
+    """``rule`` as recorded before the rules kept each fitted shape's costs."""
+    return {**rule, "points": [{k: v for k, v in p.items() if k != "cost"} for p in rule["points"]]}
 
 
 def check_applied(applied: dict, rule: dict, timed: pd.DataFrame) -> str:
     """'' where the rule a dispatch step applied (``applied``, from its meta.json) is ``rule``, fitted again here
-    from the same samples, else why not. A rule recorded before a field was added to the rule (each fitted shape's
-    costs, since 2026-11-27) is compared on the fields it has; then each pick the step timed (``timed``: its
-    samples, the member ``dispatch`` with the kernel it ``picks``) must be the one ``rule`` gives today."""
-    if same(applied, rule):
-        return ""
-    if not same(applied, _as_recorded(rule, applied)):
+    from the same samples, else why not. A rule recorded before the rules kept each fitted shape's costs is compared
+    without them. Then each pick the step made (``timed``: its samples and its checks, the member ``dispatch``
+    with the kernel it ``picks``, timed or failed) must be the one ``rule`` gives today: the same rule picks
+    otherwise where ``pick`` has changed since the step."""
+    if not same(applied, rule) and not same(applied, _without_costs(rule)):
         return "applied a rule its fit samples do not give (fitted again here)"
     kernels = sorted({k for p in rule["points"] for k in p["ranking"]})
     max_m = max_m_of(kernels)
     for r in timed[timed.kernel == "dispatch"].drop_duplicates(["M", "N", "K"]).itertuples():
         today = pick(rule, r.M, r.N, r.K, max_m)
         if today != r.picks:
-            return f"timed {r.picks} at {r.M} x {r.N} x {r.K}, where today's rule picks {today}"
+            return f"picked {r.picks} at {r.M} x {r.N} x {r.K}, where today's rule picks {today}"
     return ""
 
 
@@ -178,12 +177,16 @@ def untimed(checks: pd.DataFrame | None, timed: set, keys: list[str]):
 
 def origin(rule: dict, M: int, N: int, K: int, kernel: str) -> dict:
     """The fitted shape whose ranking gave ``kernel`` to M x N x K: the nearest one that ranks it (a pick falls
-    through to a further shape where no kernel of the nearest takes M); between two fitted token counts that both
-    rank it (``bracket``), the two, as one shape whose M is their range ("1024–4096")."""
-    ends = bracket(rule, M, N, K, [kernel])
-    if ends and all(kernel in p["ranking"] for p in ends):
+    through to a further shape where no kernel of the nearest takes M); between two fitted token counts
+    (``bracket``), the two as one shape whose M is their range ("1024–4096") where both rank it, the lower where
+    only it does (a build that cannot take the upper's M)."""
+    ends = bracket(rule, M, N, K)
+    if ends:
         lo, hi = ends
-        return {**lo, "M": f"{lo['M']}–{hi['M']}"}
+        if kernel in lo["ranking"] and kernel in hi["ranking"]:
+            return {**lo, "M": f"{lo['M']}–{hi['M']}"}
+        if kernel in lo["ranking"]:
+            return lo
     ranked = [p for p in sorted(rule["points"], key=lambda p: distance(rule, p, M, N, K)) if kernel in p["ranking"]]
     if not ranked:
         raise ValueError(f"no fitted shape of the rule ranks {kernel}")

@@ -52,7 +52,7 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
         # the tiles the rule recorded (build facts of its fit), the ranking and times from the samples again
         rule = dispatch.fit_fp32(fit_s, fit_c, reference, applied.get("tiles") or {})
         timed = pd.read_csv(picked / "samples.csv")
-        why = dispatch.check_applied(applied, rule, timed)
+        why = dispatch.check_applied(applied, rule, pd.concat([timed, pd.read_csv(picked / "checks.csv")]))
         if why:
             raise ValueError(f"{picked}: the FP32 dispatch step {why} ({raw}): run the FP32 steps again")
         samples.append(timed.assign(step="dispatch"))

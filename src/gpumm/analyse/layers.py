@@ -61,7 +61,8 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     picked_meta = json.loads((picked / "meta.json").read_text()) if (picked / "meta.json").is_file() else {}
     if "plan" in picked_meta:
         timed = pd.read_csv(picked / "samples.csv")
-        why = dispatch.check_applied(picked_meta["plan"].get("dispatch") or {}, rule, timed)
+        made = pd.concat([timed, pd.read_csv(picked / "checks.csv")])  # every pick, timed or failed
+        why = dispatch.check_applied(picked_meta["plan"].get("dispatch") or {}, rule, made)
         if why:
             raise ValueError(
                 f"{picked}: the dispatch step {why} ({raw}): run the model step and the dispatch step again"

@@ -105,17 +105,15 @@ def fill(tile: list[int] | None, M: int, N: int) -> float:
     return M * N / (-(-M // bm) * bm * -(-N // bn) * bn)
 
 
-def bracket(rule: dict, M: int, N: int, K: int, kernels=None) -> tuple[dict, dict] | None:
+def bracket(rule: dict, M: int, N: int, K: int) -> tuple[dict, dict] | None:
     """The two fitted shapes of the same weight (N x K) whose M are the nearest below and above M, where the rule
-    has no ``tiles`` (the BF16 rule: its fitted shapes are a layer's token counts) and M lies strictly between two;
-    with ``kernels``, only shapes that rank one of them. None elsewhere."""
+    has no ``tiles`` (the BF16 rule: its fitted shapes are a layer's token counts) and M lies strictly between two.
+    None elsewhere (a fitted M takes its own ranking)."""
     if rule.get("tiles") is not None:
         return None
     same = [p for p in rule["points"] if p["N"] == N and p["K"] == K and "cost" in p]
     if any(p["M"] == M for p in same):
-        return None  # a fitted shape: its own ranking
-    if kernels is not None:
-        same = [p for p in same if set(kernels) & set(p["ranking"])]
+        return None
     below = [p for p in same if p["M"] < M]
     above = [p for p in same if p["M"] > M]
     if not below or not above:
@@ -123,23 +121,39 @@ def bracket(rule: dict, M: int, N: int, K: int, kernels=None) -> tuple[dict, dic
     return max(below, key=lambda p: p["M"]), min(above, key=lambda p: p["M"])
 
 
+def between(lo: dict, hi: dict, M: int, max_m: dict[str, int | None]) -> dict[str, float]:
+    """The kernels that may take M between the fitted shapes ``lo`` and ``hi``, each with its worse cost of the
+    two: those ranked at both that take M, and those ranked at ``lo`` whose build takes M but not ``hi``'s M (a
+    build of at most 8 tokens between 1 and 16: its cost at ``lo`` alone). A kernel ranked at one end only for
+    another reason (it failed its check at the other) is left out."""
+    out = {}
+    for k in lo["ranking"]:
+        if k not in max_m or (max_m[k] is not None and M > max_m[k]):
+            continue
+        cap = max_m[k]
+        if k in hi["ranking"]:
+            out[k] = max(lo["cost"][k], hi["cost"][k])
+        elif cap is not None and cap < hi["M"]:
+            out[k] = lo["cost"][k]
+    return out
+
+
 def pick(rule: dict, M: int, N: int, K: int, max_m: dict[str, int | None]) -> str:
     """The kernel the rule gives M x N x K: the nearest fitted shape's fastest kernel that takes M tokens
     (``max_m``: each kernel's MAX_M, None for any), else the next nearest shape's. ValueError if none takes it.
-    Between two fitted token counts of the same layer (the BF16 rule, ``bracket``), the kernel ranked at both
-    that takes M and whose worse cost of the two is least: where a kernel's lead at one end turns into a loss at
-    the other (bf16_pingpong on the logits layer of an H100: 7% faster than cuBLAS BF16 at 1024 tokens, 30%
-    slower at 4096), the shape between is not left to whichever end is nearer.
+    Between two fitted token counts of the same layer (the BF16 rule, ``bracket``), the kernel whose worse cost of
+    the two is least (``between``): where a kernel's lead at one end turns into a loss at the other
+    (bf16_pingpong on the logits layer of an H100: 7% faster than cuBLAS BF16 at 1024 tokens, 30% slower at 4096),
+    the shape between is not left to whichever end is nearer.
     A rule with ``tiles`` (the FP32 rule) ranks the nearest shape's kernels again by their cost there scaled by
     how much less (or more) of their tiles M x N fills than that shape did: 4097 x 33 fills two columns of 32-wide
     tiles, half their work wasted, where 8192 x 32 filled one."""
     takes = [k for k, m in max_m.items() if m is None or M <= m]
     ends = bracket(rule, M, N, K)
     if ends:
-        lo, hi = ends
-        both = [k for k in lo["ranking"] if k in hi["ranking"] and k in takes]
-        if both:
-            return min(both, key=lambda k: max(lo["cost"][k], hi["cost"][k]))
+        worse = between(*ends, M, max_m)
+        if worse:
+            return min(worse, key=worse.get)
     tiles = rule.get("tiles")
     for point in sorted(rule["points"], key=lambda p: distance(rule, p, M, N, K)):
         takers = [k for k in point["ranking"] if k in takes]
