@@ -138,32 +138,30 @@ def check_applied(applied: dict, rule: dict, timed: pd.DataFrame) -> str:
     return ""
 
 
-def max_m_of(kernels) -> dict[str, int | None]:
-    """Each kernel's MAX_M from today's catalog (None for any M, and where the catalog has no such build)."""
-    from gpumm.run.layers import max_m
+def _per_build(kernels, fact) -> dict:
+    """``fact`` of each kernel's build in today's catalog, None where the catalog has no such build."""
     from gpumm.setup import catalog
 
     def one(k):
         try:
-            return max_m(catalog.from_id(k))
+            return fact(catalog.from_id(k))
         except catalog.CatalogError:
             return None
 
     return {k: one(k) for k in kernels}
+
+
+def max_m_of(kernels) -> dict[str, int | None]:
+    """Each kernel's MAX_M from today's catalog (None for any M, and where the catalog has no such build)."""
+    from gpumm.run.layers import max_m
+
+    return _per_build(kernels, max_m)
 
 
 def tiles_of(kernels) -> dict[str, list[int] | None]:
     """Each kernel's block tile of C from today's catalog (the FP32 rule's ``tiles``; None where the catalog has
     no such build)."""
-    from gpumm.setup import catalog
-
-    def one(k):
-        try:
-            return tile_of(catalog.from_id(k))
-        except catalog.CatalogError:
-            return None
-
-    return {k: one(k) for k in kernels}
+    return _per_build(kernels, tile_of)
 
 
 def untimed(checks: pd.DataFrame | None, timed: set, keys: list[str]):
