@@ -51,8 +51,8 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
         applied = picked_meta["plan"].get("dispatch") or {}
         # the tiles the rule recorded (build facts of its fit), the ranking and times from the samples again
         rule = dispatch.fit_fp32(fit_s, fit_c, reference, applied.get("tiles") or {})
-        timed = pd.read_csv(picked / "samples.csv")
-        why = dispatch.check_applied(applied, rule, pd.concat([timed, pd.read_csv(picked / "checks.csv")]))
+        timed, picked_checks = pd.read_csv(picked / "samples.csv"), pd.read_csv(picked / "checks.csv")
+        why = dispatch.check_applied(applied, rule, pd.concat([timed, picked_checks]))
         if why:
             raise ValueError(f"{picked}: the FP32 dispatch step {why} ({raw}): run the FP32 steps again")
         samples.append(timed.assign(step="dispatch"))
@@ -62,7 +62,7 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     rates["stale"] = rates.picks.isin(changed)
     if rule is None:
         return {"fp32_rates": rates, "fp32_dispatch": empty()["fp32_dispatch"]}
-    return {"fp32_rates": rates, "fp32_dispatch": dispatch_table(rates, rule, pd.read_csv(picked / "checks.csv"))}
+    return {"fp32_rates": rates, "fp32_dispatch": dispatch_table(rates, rule, picked_checks)}
 
 
 def rate_table(samples: pd.DataFrame, reference: str, peak: float) -> pd.DataFrame:

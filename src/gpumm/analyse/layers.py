@@ -59,9 +59,10 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     per_shape = [pd.read_csv(raw / "shapes.csv")]
     rule = dispatch.fit(fitted_s, fitted_c, reference)
     picked_meta = json.loads((picked / "meta.json").read_text()) if (picked / "meta.json").is_file() else {}
+    picked_checks = None
     if "plan" in picked_meta:
-        timed = pd.read_csv(picked / "samples.csv")
-        made = pd.concat([timed, pd.read_csv(picked / "checks.csv")])  # every pick, timed or failed
+        timed, picked_checks = pd.read_csv(picked / "samples.csv"), pd.read_csv(picked / "checks.csv")
+        made = pd.concat([timed, picked_checks])  # every pick, timed or failed
         why = dispatch.check_applied(picked_meta["plan"].get("dispatch") or {}, rule, made)
         if why:
             raise ValueError(
@@ -75,7 +76,6 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     changed = stale({**meta.get("digests", {}), **picked_meta.get("digests", {})})
     rates["stale"] = rates.picks.isin(changed)
     out = {"model_read": read, "model_shapes": shapes, "model_rates": rates}
-    picked_checks = pd.read_csv(picked / "checks.csv") if "plan" in picked_meta else None
     out["model_dispatch"] = dispatch_table(rates, shapes, rule, picked_checks)
     out["model_tokens"] = token_table(rates, shapes, reference)
     layers = shapes.drop_duplicates("layer")
