@@ -62,6 +62,8 @@ def test_digest_changes_with_any_value(cfg):
 
 
 def test_tune_false_builds_only_the_first_candidate_of_a_search(cfg):
+    assert cfg["tune"] is False  # the default: the study within 300 s (workflow/configs/full.yaml turns it on)
+    cfg["tune"] = True
     tuned = [v.id for v in config.check(copy.deepcopy(cfg)) if v.family == "interior"]
     assert len(tuned) > 1
     cfg["tune"] = False
@@ -69,6 +71,16 @@ def test_tune_false_builds_only_the_first_candidate_of_a_search(cfg):
     assert [v.id for v in config.check(cfg) if v.family == "interior"] == tuned[:1]
     cfg["tune"] = "no"
     assert 'tune = "no"' in config.explain(cfg)
+
+
+def test_the_model_builds_every_candidate_whatever_tune_says(cfg):
+    """The dispatcher's rule chooses among a family's candidates per shape: the ladder's `tune: false` leaves them."""
+    cfg["tune"] = False
+    cfg["model"]["enabled"] = True
+    fp32 = [v.id for v in config.model_builds(cfg, fp32=True) if v.family == "splitk"]
+    assert fp32 == ["splitk_b32x32", "splitk_b32x48", "splitk_b32x48c2"]
+    bf16 = [v.id for v in config.model_builds(cfg, fp32=False) if v.family == "bf16_stream"]
+    assert len(bf16) > 1
 
 
 def test_a_tuned_family_may_have_its_own_max_size_when_only_leaves_it_out(cfg):
@@ -253,3 +265,19 @@ def test_check_config_names_a_configfiles_yaml_error_by_line_and_column(tmp_path
     good.write_text("variants: {tiled: {TILE: [8]}}\n")
     out = run(good)
     assert out.returncode == 0 and out.stdout.startswith(f"config.yaml + {good}: a valid configuration (")
+
+
+def test_a_replay_shows_the_tuning_candidates_its_archive_holds(cfg, tmp_path):
+    cfg["tune"] = False
+    variants = config.check(copy.deepcopy(cfg))
+    first = [v.id for v in variants if v.family == "interior"]
+    assert first == ["interior_b256x128k8"]
+    (tmp_path / "raw" / "interior_b256x128k8t4x8").mkdir(parents=True)
+    (tmp_path / "raw" / "interior_b256x128k8t4x8" / "samples.csv").write_text("variant\n")
+    (tmp_path / "raw" / "interior_b256x128k8t8x8").mkdir(parents=True)  # no samples: not measured there
+    ids = [v.id for v in config.with_archived_candidates(variants, cfg, tmp_path)]
+    assert [i for i in ids if i.startswith("interior")] == ["interior_b256x128k8", "interior_b256x128k8t4x8"]
+    assert ids.index("interior_b256x128k8t4x8") == ids.index("interior_b256x128k8") + 1  # beside its family
+    assert set(ids) - {"interior_b256x128k8t4x8"} == {v.id for v in variants}
+    cfg["tune"] = True  # every candidate is in the run already
+    assert config.with_archived_candidates(variants, cfg, tmp_path) == variants

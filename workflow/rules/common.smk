@@ -44,6 +44,10 @@ if _problem is None:
         )
         if ARCHIVE is not None:
             reference.check(ARCHIVE)  # every file as the archive's manifest records it
+            # a replay shows the tuning search's candidates whenever the archive holds them (`tune` off here)
+            VARIANT_LIST = gpumm_config.with_archived_candidates(
+                VARIANT_LIST, config, Path(ARCHIVE)
+            )
     except (gpumm_config.ConfigError, gpumm_catalog.CatalogError, RuntimeError) as exc:
         _problem = str(exc)
 if _problem is not None:

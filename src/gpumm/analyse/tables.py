@@ -215,7 +215,13 @@ def _beside_the_run(results: Path, prov: dict, summary: pd.DataFrame) -> dict[st
         ],
         columns=["family", "file", "label", "says", "flags", "op", "arch", "excerpt", "excerpt_lines"],
     )
-    tuned = {name: list(fam["tune"]) for name, fam in families.items() if fam.get("tune")}
+    # the searches of the run's own rungs (not the model's families, whose candidates the dispatcher chooses among)
+    ran = set(summary.variant) if "variant" in summary else set()
+    tuned = {
+        name: list(fam["tune"])
+        for name, fam in families.items()
+        if fam.get("tune") and any(f"{name}_{key}" in ran for key in fam["tune"])
+    }
     out["tuning"] = race.tuning_search(summary, tuned)
     return out
 

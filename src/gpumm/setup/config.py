@@ -164,6 +164,20 @@ def check(config: dict) -> list[catalog.Variant]:
     return variants
 
 
+def with_archived_candidates(variants: list[catalog.Variant], config: dict, archive) -> list[catalog.Variant]:
+    """``variants`` and, where ``tune`` is off, the tuning candidates the config left out whose measurement the
+    ``archive`` holds (``raw/<id>/samples.csv``), each after its family's others: a replay shows the search its
+    archived run made."""
+    if config.get("tune", True):
+        return list(variants)
+    have = {v.id for v in variants}
+    out = []
+    for v in _selected({**config, "tune": True}, catalog.load()):
+        if v.id in have or (Path(archive) / "raw" / v.id / "samples.csv").is_file():
+            out.append(next((w for w in variants if w.id == v.id), v))
+    return out + [v for v in variants if v.id not in {w.id for w in out}]
+
+
 def _selected(config: dict, families: dict) -> list[catalog.Variant]:
     """The variants the config selects (``only`` narrowing ``variants``), expanded."""
     only, selection = config.get("only"), config["variants"]
@@ -290,14 +304,15 @@ def _model(model: dict, families: dict) -> None:
 
 def model_builds(config: dict, fp32: bool) -> list[catalog.Variant]:
     """The builds the model's BF16 steps load (``fp32`` false: every build of ``model.kernels`` and the reference,
-    cuBLAS BF16) or its FP32 steps' (``model.fp32.kernels`` and cuBLAS SGEMM), as the catalog expands them (tuning
-    candidates too, unless ``tune`` is off); none while the model is off."""
+    cuBLAS BF16) or its FP32 steps' (``model.fp32.kernels`` and cuBLAS SGEMM), as the catalog expands them: every
+    candidate of a family's ``tune``, whatever the config's ``tune`` (the ladder's searches), since the dispatcher's
+    rule chooses among them per shape; none while the model is off."""
     model = config.get("model", {})
     if not model.get("enabled"):
         return []
     spec = model.get("fp32", {}) if fp32 else model
     names = [*spec.get("kernels", []), spec.get("reference", "cublas" if fp32 else "cublas_bf16")]
-    return catalog.expand({f: {} for f in dict.fromkeys(names)}, tune=config.get("tune", True))
+    return catalog.expand({f: {} for f in dict.fromkeys(names)}, tune=True)
 
 
 def _is_variant_name(name: str, families: dict) -> bool:
