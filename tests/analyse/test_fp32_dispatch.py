@@ -228,3 +228,54 @@ def test_the_fp32_rule_step_holds_sgemm_out_and_names_a_reference_it_did_not_tim
     err = capsys.readouterr().err
     assert rc == 2 and "'cublas_bf16' is not among the kernels" in err and "Traceback" not in err
     assert not (tmp_path / "r2.json").exists()
+
+
+def test_the_fp32_rule_counts_waves_where_it_knows_the_sms_and_the_blocks():
+    """1023 x 1025 x 1024 near a fitted 1024^3: 128 x 128 tiles with a cluster of 2 were one block an SM there (64
+    tiles, 128 blocks), the fastest; at 1023 x 1025 they are 72 tiles, 144 blocks, and 12 SMs run two (twice the
+    time, ``sm_blocks`` 1); with a cluster of 3, 192 and 216 blocks are both two an SM: its cost stands."""
+    fit = _samples({("fit", 1024, 1024, 1024): {"c2": [70], "c3": [88], "cublas": [58]}})
+    none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
+    tiles = {"c2": [128, 128], "c3": [128, 128]}
+    blocks = {"c2": {"cl": 2, "persistent": False, "per_sm": 1}, "c3": {"cl": 3, "persistent": False, "per_sm": 1}}
+    takes = {"c2": None, "c3": None}
+    by_fill = dispatch.fit_fp32(fit, none, "cublas", tiles)
+    assert "sms" not in by_fill and dispatch.pick(by_fill, 1023, 1025, 1024, takes) == "c2"  # fill alone: 89% both
+    rule = dispatch.fit_fp32(fit, none, "cublas", tiles, blocks, 132)
+    assert rule["sms"] == 132 and rule["blocks"] == blocks
+    assert dispatch.pick(rule, 1023, 1025, 1024, takes) == "c3"
+    assert dispatch.pick(rule, 1024, 1024, 1024, takes) == "c2"  # the fitted shape keeps its own order
+    assert dispatch.pick(rule, 1000, 1000, 1000, takes) == "c2"  # 64 tiles again
+    # a persistent grid spreads its tiles' work evenly (as by fill); a build several of whose blocks an SM runs at
+    # full speed counts waves of that many
+    even = {"cl": 1, "persistent": True, "per_sm": 1}
+    by_fill = 1 / dispatch.fill([256, 128], 1023, 1025) / 132
+    assert dispatch.load([256, 128], even, 132, 1023, 1025) == pytest.approx(by_fill)
+    small = {"cl": 1, "persistent": False, "per_sm": 2}
+    assert dispatch.load([32, 32], small, 132, 333, 517) == pytest.approx(1 * 32 * 32 / (333 * 517))  # 187 < 264
+    assert dispatch.load([32, 32], {**small, "per_sm": 1}, 132, 333, 517) == pytest.approx(2 * 32 * 32 / (333 * 517))
+    assert dispatch.load(None, None, 132, 3, 5) == 1
+
+
+def test_a_build_s_blocks_come_from_the_catalog():
+    from gpumm.setup import catalog
+
+    assert dispatch.block_of(catalog.from_id("cluster_tile_t128c3")) == {"cl": 3, "persistent": False, "per_sm": 1}
+    assert dispatch.block_of(catalog.from_id("splitk_b32x48c2")) == {"cl": 2, "persistent": False, "per_sm": 2}
+    assert dispatch.block_of(catalog.from_id("streamk")) == {"cl": 1, "persistent": True, "per_sm": 1}
+    assert dispatch.block_of(catalog.from_id("cublas")) is None
+    assert dispatch.blocks_of(["splitk_b32x48", "nonesuch"]) == {
+        "splitk_b32x48": {"cl": 1, "persistent": False, "per_sm": 1},
+        "nonesuch": None,
+    }
+
+
+def test_the_fp32_rule_step_keeps_the_blocks_and_sms_its_fit_step_recorded(run, tmp_path):
+    from gpumm import cli
+
+    meta = run / "raw" / "model-fp32" / "meta.json"
+    meta.write_text(json.dumps(json.loads(meta.read_text()) | {"sm_count": 132}))
+    out = tmp_path / "rule.json"
+    assert cli.main(["model-rule", "--fp32", "--raw", str(run / "raw" / "model-fp32"), "--out", str(out)]) == 0
+    rule = json.loads(out.read_text())
+    assert rule["sms"] == 132 and rule["blocks"] == {"small": None, "thin": None}  # not catalog builds

@@ -3,6 +3,7 @@
 Each step is ``python -m gpumm STEP``; ``gpumm.cli`` collects every stage's steps (:func:`register`).
 """
 
+import json
 from pathlib import Path
 
 from gpumm.setup import catalog, paths
@@ -34,8 +35,11 @@ def cmd_model_rule(args):
             " name it with --reference"
         )
     if args.fp32:
-        tiles = dispatch.tiles_of(sorted(set(samples.kernel) - {reference}))
-        rule = dispatch.fit_fp32(samples, checks, reference, tiles)
+        kernels = sorted(set(samples.kernel) - {reference})
+        meta = json.loads((raw / "meta.json").read_text()) if (raw / "meta.json").is_file() else {}
+        # the GPU's SMs as the step recorded them (a step before that: the tiles' fill alone)
+        blocks = dispatch.blocks_of(kernels) if meta.get("sm_count") else None
+        rule = dispatch.fit_fp32(samples, checks, reference, dispatch.tiles_of(kernels), blocks, meta.get("sm_count"))
     else:
         rule = dispatch.fit(samples, checks, reference)
     files.write_text(Path(args.out), files.json_text(rule, indent=1))

@@ -17,11 +17,13 @@ import math
 
 import pandas as pd
 
-from gpumm.run.layers import (
+from gpumm.run.rule import (
     M_WEIGHT,
+    block_of,
     bracket,
     distance,
     fill,
+    load,
     pick,
     tile_of,
 )  # the rule applied, as the dispatch step does
@@ -30,12 +32,15 @@ __all__ = [
     "FP32_M_WEIGHT",
     "FP32_REGIMES",
     "M_WEIGHT",
+    "block_of",
+    "blocks_of",
     "bracket",
     "check_applied",
     "distance",
     "fill",
     "fit",
     "fit_fp32",
+    "load",
     "max_m_of",
     "origin",
     "pick",
@@ -56,6 +61,8 @@ def fit(
     m_weight: float | None = None,
     tiles: dict[str, list[int] | None] | None = None,
     regimes: tuple[str, ...] = ("cold",),
+    blocks: dict[str, dict | None] | None = None,
+    sms: int | None = None,
 ) -> dict:
     """The rule from the model step's samples and checks: for each fitted shape, its members that passed both
     checks, best first by their cost there, the worst over ``regimes`` (the weights cold, and warm where the step
@@ -65,7 +72,8 @@ def fit(
     much an octave of M counts against one of N or K (default ``M_WEIGHT``: the tokens decide the regime). With
     ``tiles`` (each kernel's block tile of C, [BM, BN] or None: the FP32 rule), the rule keeps them and each fitted
     shape's costs, and a pick re-ranks the nearest shape's kernels by how fully their tiles cover the asked shape
-    (``pick``)."""
+    (``pick``); with ``blocks`` (each kernel's blocks a tile, its cluster, and whether its grid is one block per
+    SM) and ``sms`` (the GPU's SMs) as well, by the work of the SM with the most blocks (``layers.load``)."""
     timed = samples[samples.weights.isin(regimes) & (samples.kernel != "dispatch")]
     at = ["layer", "M", "N", "K", "kernel"]  # a shape is its layer and M x N x K (FP32's fit shapes share a layer)
     failed = set(map(tuple, checks[checks.status == "failed"][at].values))
@@ -91,17 +99,23 @@ def fit(
     if not points:
         raise ValueError("no fitted shape: the model step timed no kernel but the reference")
     rule = {"reference": reference, "m_weight": M_WEIGHT if m_weight is None else m_weight, "points": points}
+    ranked = sorted({k for p in points for k in p["ranking"]})
     if tiles is not None:
-        rule["tiles"] = {kid: tiles.get(kid) for kid in sorted({k for p in points for k in p["ranking"]})}
+        rule["tiles"] = {kid: tiles.get(kid) for kid in ranked}
+    if tiles is not None and blocks is not None and sms:
+        rule["blocks"] = {kid: blocks.get(kid) for kid in ranked}
+        rule["sms"] = int(sms)
     if tuple(regimes) != ("cold",):
         rule["regimes"] = list(regimes)
     return rule
 
 
-def fit_fp32(samples: pd.DataFrame, checks: pd.DataFrame, reference: str, tiles: dict) -> dict:
+def fit_fp32(
+    samples: pd.DataFrame, checks: pd.DataFrame, reference: str, tiles: dict, blocks: dict | None = None, sms=None
+) -> dict:
     """The FP32 rule (``model-rule --fp32``, and fitted again by the FP32 tables to check the one applied): every
     side counted alike, each kernel's cost the worse of cold and warm, the tiles kept."""
-    return fit(samples, checks, reference, FP32_M_WEIGHT, tiles, FP32_REGIMES)
+    return fit(samples, checks, reference, FP32_M_WEIGHT, tiles, FP32_REGIMES, blocks, sms)
 
 
 def same(a, b) -> bool:
@@ -162,6 +176,12 @@ def tiles_of(kernels) -> dict[str, list[int] | None]:
     """Each kernel's block tile of C from today's catalog (the FP32 rule's ``tiles``; None where the catalog has
     no such build)."""
     return _per_build(kernels, tile_of)
+
+
+def blocks_of(kernels) -> dict[str, dict | None]:
+    """Each kernel's blocks per tile and grid from today's catalog (the FP32 rule's ``blocks``; None where the
+    catalog has no such build)."""
+    return _per_build(kernels, block_of)
 
 
 def untimed(checks: pd.DataFrame | None, timed: set, keys: list[str]):

@@ -50,7 +50,9 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     if "plan" in picked_meta:
         applied = picked_meta["plan"].get("dispatch") or {}
         # the tiles the rule recorded (build facts of its fit), the ranking and times from the samples again
-        rule = dispatch.fit_fp32(fit_s, fit_c, reference, applied.get("tiles") or {})
+        rule = dispatch.fit_fp32(
+            fit_s, fit_c, reference, applied.get("tiles") or {}, applied.get("blocks"), applied.get("sms")
+        )
         timed, picked_checks = pd.read_csv(picked / "samples.csv"), pd.read_csv(picked / "checks.csv")
         why = dispatch.check_applied(applied, rule, pd.concat([timed, picked_checks]))
         if why:

@@ -33,6 +33,15 @@ import numpy as np
 import pandas as pd
 
 from gpumm.run import clocks, operations, pairing, timing, verify
+from gpumm.run.rule import (  # noqa: F401 (the rule's facts of a build, read through this module too)
+    M_WEIGHT,
+    block_of,
+    bracket,
+    distance,
+    fill,
+    pick,
+    tile_of,
+)
 
 SETTINGS = {"samples": 10, "warmup": 2, "sample_ms": 2.0, "max_batch": 200, "cold_factor": 3.0}
 SAMPLE_COLUMNS = ["layer", "M", "N", "K", "kernel", "picks", "weights", "copies", "round", "batch", "us"]
@@ -80,90 +89,11 @@ def _pick(rule, shape, members: dict) -> str:
     return pick(rule, M, N, K, {i: m.max_m for i, m in members.items()})
 
 
-M_WEIGHT = 4.0  # an octave of M counts as much as four of N or K
+def sm_count() -> int:
+    """The SMs of the GPU this process uses."""
+    import cupy
 
-
-def distance(rule: dict, point: dict, M: int, N: int, K: int) -> float:
-    """How far a fitted shape is from M x N x K: octaves of M (times the rule's weight), of N and of K."""
-    w = rule.get("m_weight", M_WEIGHT)
-    return w * abs(math.log2(M / point["M"])) + abs(math.log2(N / point["N"])) + abs(math.log2(K / point["K"]))
-
-
-def tile_of(variant) -> list[int] | None:
-    """The block tile of C a build computes, [BM, BN] from its defines (BM and BN, or TILE), else None."""
-    d = dict(variant.defines)
-    if "BM" in d and "BN" in d:
-        return [int(d["BM"]), int(d["BN"])]
-    return [int(d["TILE"])] * 2 if "TILE" in d else None
-
-
-def fill(tile: list[int] | None, M: int, N: int) -> float:
-    """The share of a build's tiles of C that the M x N product fills (1 without a known tile)."""
-    if not tile:
-        return 1.0
-    bm, bn = tile
-    return M * N / (-(-M // bm) * bm * -(-N // bn) * bn)
-
-
-def bracket(rule: dict, M: int, N: int, K: int) -> tuple[dict, dict] | None:
-    """The two fitted shapes of the same weight (N x K) whose M are the nearest below and above M, where the rule
-    has no ``tiles`` (the BF16 rule: its fitted shapes are a layer's token counts) and M lies strictly between two.
-    None elsewhere (a fitted M takes its own ranking)."""
-    if rule.get("tiles") is not None:
-        return None
-    same = [p for p in rule["points"] if p["N"] == N and p["K"] == K and "cost" in p]
-    if any(p["M"] == M for p in same):
-        return None
-    below = [p for p in same if p["M"] < M]
-    above = [p for p in same if p["M"] > M]
-    if not below or not above:
-        return None
-    return max(below, key=lambda p: p["M"]), min(above, key=lambda p: p["M"])
-
-
-def between(lo: dict, hi: dict, M: int, max_m: dict[str, int | None]) -> dict[str, float]:
-    """The kernels that may take M between the fitted shapes ``lo`` and ``hi``, each with its worse cost of the
-    two: those ranked at both that take M, and those ranked at ``lo`` whose build takes M but not ``hi``'s M (a
-    build of at most 8 tokens between 1 and 16: its cost at ``lo`` alone). A kernel ranked at one end only for
-    another reason (it failed its check at the other) is left out."""
-    out = {}
-    for k in lo["ranking"]:
-        if k not in max_m or (max_m[k] is not None and M > max_m[k]):
-            continue
-        cap = max_m[k]
-        if k in hi["ranking"]:
-            out[k] = max(lo["cost"][k], hi["cost"][k])
-        elif cap is not None and cap < hi["M"]:
-            out[k] = lo["cost"][k]
-    return out
-
-
-def pick(rule: dict, M: int, N: int, K: int, max_m: dict[str, int | None]) -> str:
-    """The kernel the rule gives M x N x K: the nearest fitted shape's fastest kernel that takes M tokens
-    (``max_m``: each kernel's MAX_M, None for any), else the next nearest shape's. ValueError if none takes it.
-    Between two fitted token counts of the same layer (the BF16 rule, ``bracket``), the kernel whose worse cost of
-    the two is least (``between``): where a kernel's lead at one end turns into a loss at the other
-    (bf16_pingpong on the logits layer of an H100: 7% faster than cuBLAS BF16 at 1024 tokens, 30% slower at 4096),
-    the shape between is not left to whichever end is nearer.
-    A rule with ``tiles`` (the FP32 rule) ranks the nearest shape's kernels again by their cost there scaled by
-    how much less (or more) of their tiles M x N fills than that shape did: 4097 x 33 fills two columns of 32-wide
-    tiles, half their work wasted, where 8192 x 32 filled one."""
-    takes = [k for k, m in max_m.items() if m is None or M <= m]
-    ends = bracket(rule, M, N, K)
-    if ends:
-        worse = between(*ends, M, max_m)
-        if worse:
-            return min(worse, key=worse.get)
-    tiles = rule.get("tiles")
-    for point in sorted(rule["points"], key=lambda p: distance(rule, p, M, N, K)):
-        takers = [k for k in point["ranking"] if k in takes]
-        if takers and tiles is not None:
-            t = {k: tiles.get(k) for k in takers}
-            cost = point["cost"]
-            return min(takers, key=lambda k: cost[k] * fill(t[k], point["M"], point["N"]) / fill(t[k], M, N))
-        if takers:
-            return takers[0]
-    raise ValueError(f"no kernel of the rule takes M = {M} (N = {N}, K = {K})")
+    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
 
 
 def shapes(model: dict) -> list[dict]:

@@ -51,6 +51,7 @@ class Variant:
     op: str = "matmul"  # what it computes: an operation of gpumm.run.operations
     arch: str | None = None  # a target beyond the run's (sm_90a: Hopper only), else None
     needs: str | None = None  # the least GPU it runs on, built for the run's own (sm_90: a cluster), else None
+    sm_blocks: int | None = None  # its blocks one SM runs side by side at full speed each (the FP32 rule's waves)
 
     @property
     def is_cuda(self) -> bool:
@@ -125,8 +126,8 @@ class Variant:
         expanded (kind, entry, defines, flags, launch geometry, preparation, threads, work model, target), the
         tokens of its source and of every file it includes, and the measurement method's version. A change to
         any of them marks an archived measurement stale, unless ``python -m gpumm certify`` finds the same SASS."""
-        # `needs` says where a build may run, not what it runs (the same build, the same numbers)
-        skip = ("label", "studies", "rung_below", "needs")
+        # `needs` says where a build may run, `sm_blocks` how the FP32 rule reads it: not what it runs
+        skip = ("label", "studies", "rung_below", "needs", "sm_blocks")
         entry = {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
         sources = {f.relative_to(paths.KERNELS).as_posix(): f.read_text() for f in self.inputs()}
         return digest.of(entry, sources)
@@ -340,6 +341,7 @@ def _variant(name: str, fam: dict, chosen_params: dict, key: str | None, cand: d
         op=fam.get("op", "matmul"),
         arch=fam.get("arch"),
         needs=cand.get("needs", fam.get("needs")),
+        sm_blocks=fam.get("sm_blocks"),
     )
     if variant.is_cuda:
         threads = variant.block_dims()[0] * variant.block_dims()[1]
