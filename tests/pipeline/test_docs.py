@@ -389,3 +389,14 @@ def test_the_table_columns_name_no_archives_gpu(runs):
     assert "`<this run's GPU>`" in page
     for r in runs:
         assert f"`{r.provenance['gpu']['name']}`" not in page, r.name
+
+
+def test_the_manual_quotes_the_recorded_default_study_and_it_kept_to_300_s():
+    """Issue 40: the default study within 300 s on one H100, from the run data/checks/study-default-h100 keeps."""
+    folder = ROOT / "data" / "checks" / "study-default-h100"
+    run = json.loads((folder / "run.json").read_text())
+    assert run["gpu"]["name"].startswith("NVIDIA H100") and run["failed_steps"] == 0 and run["mode"] == "measure"
+    assert run["wall_s"] <= 300 and "layers" not in run["seconds_by_step"]  # no model steps: the default config
+    text = (ROOT / "docs" / "running.md").read_text()
+    assert f"**{run['wall_s']} s** on an H100" in text
+    assert f"# The default study on one H100: {run['wall_s']} s" in (folder / "README.md").read_text()

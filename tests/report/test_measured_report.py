@@ -45,13 +45,22 @@ def test_the_run_page_of_a_measured_run_has_no_replay_columns(measured):
     assert "predate" not in page  # every set without a clock reading is a CPU baseline
 
 
+def _archive_date(name: str) -> str:
+    import json
+
+    from gpumm.setup import paths
+
+    return json.loads((paths.ROOT / "data" / "reference" / name / "raw" / "provenance.json").read_text())["date"][:10]
+
+
 def test_the_compare_page_sets_this_run_beside_every_archive_by_name_and_date(measured):
     _, report = measured
     text = _text(report / "compare.html")
     for archive in ("h100", "h200"):
         assert f"{archive} ÷ this run" in text, archive
-    other = "archive h200 (NVIDIA H200, 2026-11-27) against this run (NVIDIA H100 80GB HBM3, 2026-11-27)"
-    same = "archive h100 (NVIDIA H100 80GB HBM3, 2026-11-27) against this run (NVIDIA H100 80GB HBM3, 2026-11-27)"
+    h100, h200 = (_archive_date(a) for a in ("h100", "h200"))  # this run is the h100 archive's, measured again
+    other = f"archive h200 (NVIDIA H200, {h200}) against this run (NVIDIA H100 80GB HBM3, {h100})"
+    same = f"archive h100 (NVIDIA H100 80GB HBM3, {h100}) against this run (NVIDIA H100 80GB HBM3, {h100})"
     assert other in text and same in text
     assert text.index(other) < text.index(same)  # another GPU model first
     assert "the same GPU model, so a difference here is from run to run" in text
