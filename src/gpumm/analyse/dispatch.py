@@ -73,7 +73,7 @@ def fit(
     ``tiles`` (each kernel's block tile of C, [BM, BN] or None: the FP32 rule), the rule keeps them and each fitted
     shape's costs, and a pick re-ranks the nearest shape's kernels by how fully their tiles cover the asked shape
     (``pick``); with ``blocks`` (each kernel's blocks a tile, its cluster, and whether its grid is one block per
-    SM) and ``sms`` (the GPU's SMs) as well, by the work of the SM with the most blocks (``layers.load``)."""
+    SM) and ``sms`` (the GPU's SMs) as well, by the work of the SM with the most blocks (``gpumm.run.rule.load``)."""
     timed = samples[samples.weights.isin(regimes) & (samples.kernel != "dispatch")]
     at = ["layer", "M", "N", "K", "kernel"]  # a shape is its layer and M x N x K (FP32's fit shapes share a layer)
     failed = set(map(tuple, checks[checks.status == "failed"][at].values))

@@ -168,7 +168,7 @@ def with_archived_candidates(variants: list[catalog.Variant], config: dict, arch
     """``variants`` and, where ``tune`` is off, the tuning candidates the config left out whose measurement the
     ``archive`` holds (``raw/<id>/samples.csv``), each after its family's others: a replay shows the search its
     archived run made."""
-    if config.get("tune", True):
+    if config.get("tune", False):
         return list(variants)
     have = {v.id for v in variants}
     out = []
@@ -189,7 +189,7 @@ def _selected(config: dict, families: dict) -> list[catalog.Variant]:
             )
         selection = {f: selection.get(f) or {} for f in only}
     try:
-        return catalog.expand(selection, tune=config.get("tune", True))
+        return catalog.expand(selection, tune=config.get("tune", False))
     except catalog.CatalogError as exc:
         raise ConfigError(f"config: {exc}") from exc
 
