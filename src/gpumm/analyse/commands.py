@@ -3,7 +3,6 @@
 Each step is ``python -m gpumm STEP``; ``gpumm.cli`` collects every stage's steps (:func:`register`).
 """
 
-import json
 from pathlib import Path
 
 from gpumm.setup import catalog, paths
@@ -22,7 +21,7 @@ def cmd_model_rule(args):
     """The dispatcher's rule from the model step's samples and checks (gpumm.analyse.dispatch.fit)."""
     import pandas as pd
 
-    from gpumm.analyse import dispatch
+    from gpumm.analyse import dispatch, layers
     from gpumm.setup import files, values
 
     raw = Path(args.raw)
@@ -36,7 +35,7 @@ def cmd_model_rule(args):
         )
     if args.fp32:
         kernels = sorted(set(samples.kernel) - {reference})
-        meta = json.loads((raw / "meta.json").read_text()) if (raw / "meta.json").is_file() else {}
+        meta = layers.step_meta(raw)
         # the GPU's SMs as the step recorded them (a step before that: the tiles' fill alone)
         blocks = dispatch.blocks_of(kernels) if meta.get("sm_count") else None
         rule = dispatch.fit_fp32(samples, checks, reference, dispatch.tiles_of(kernels), blocks, meta.get("sm_count"))

@@ -12,7 +12,6 @@ The rule is fitted again here from the fit step's samples and must be the one th
 Empty tables (their columns only) when the run did not time FP32.
 """
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -32,15 +31,11 @@ def empty() -> dict[str, pd.DataFrame]:
     return {"fp32_rates": pd.DataFrame(columns=RATES), "fp32_dispatch": pd.DataFrame(columns=DISPATCH)}
 
 
-def _meta(folder: Path) -> dict:
-    return json.loads((folder / "meta.json").read_text()) if (folder / "meta.json").is_file() else {}
-
-
 def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     """Both FP32 tables from a run's folder (``results/`` or an archive); empty where FP32 was not timed.
     ValueError where the dispatch step applied a rule the fit step's samples do not give."""
     raw, picked = results / "raw" / "model-fp32", results / "raw" / "model-fp32-dispatch"
-    meta, picked_meta = _meta(raw), _meta(picked)
+    meta, picked_meta = layers.step_meta(raw), layers.step_meta(picked)
     if "model" not in meta:  # not timed (a replayed archive without it has a note in its place)
         return empty()
     reference = meta["model"]["fp32"]["reference"]

@@ -42,11 +42,16 @@ def empty() -> dict[str, pd.DataFrame]:
     return {name: pd.DataFrame(columns=c) for name, c in cols.items()}
 
 
+def step_meta(folder: Path) -> dict:
+    """A model step's meta.json (``layers`` or its dispatch step), {} where the step did not run."""
+    return json.loads((folder / "meta.json").read_text()) if (folder / "meta.json").is_file() else {}
+
+
 def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     """Every model table from a run's folder (``results/`` or an archive); empty ones where the model was not
     timed. ValueError where the dispatch step applied a rule the fitted samples do not give."""
     raw, picked = results / "raw" / "model", results / "raw" / "model-dispatch"
-    meta = json.loads((raw / "meta.json").read_text()) if (raw / "meta.json").is_file() else {}
+    meta = step_meta(raw)
     if "model" not in meta:  # not timed (a replayed archive without it has a note in its place)
         return empty()
     spec = meta["model"]
@@ -58,7 +63,7 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     samples = [fitted_s.assign(step="fitted")]
     per_shape = [pd.read_csv(raw / "shapes.csv")]
     rule = dispatch.fit(fitted_s, fitted_c, reference)
-    picked_meta = json.loads((picked / "meta.json").read_text()) if (picked / "meta.json").is_file() else {}
+    picked_meta = step_meta(picked)
     picked_checks = None
     if "plan" in picked_meta:
         timed, picked_checks = pd.read_csv(picked / "samples.csv"), pd.read_csv(picked / "checks.csv")

@@ -315,7 +315,7 @@ def _register_layers(sub) -> None:
 
 
 def cmd_layers(args):
-    from gpumm.run import layers
+    from gpumm.run import launch, layers
     from gpumm.setup import files, paths
 
     spec = args.model
@@ -350,7 +350,7 @@ def cmd_layers(args):
         "plan": {k: v for k, v in plan.items() if k != "shapes"},
     }
     fields |= {"settings": {**layers.SETTINGS, **spec.get("timing", {})}, "seed": args.seed}
-    fields["sm_count"] = layers.sm_count()  # the FP32 rule's waves (gpumm.run.rule.load)
+    fields["sm_count"] = launch.sm_count()  # the FP32 rule's waves (gpumm.run.rule.load)
     _step_meta(out, "layers", started, ids, list(written), fields)
     failed = checks[checks.status == "failed"]
     print(f"layers: {len(per_shape)} shapes, {len(samples)} samples, {len(failed)} failed checks")

@@ -54,7 +54,7 @@ class Launcher:
 
             module = cupy.RawModule(path=str(binary))
             self._fn = module.get_function(variant.entry)
-            self._sms = _sm_count() if variant.grid_names_sms else None  # asked once, where the grid needs it
+            self._sms = sm_count() if variant.grid_names_sms else None  # asked once, where the grid needs it
             if variant.prepare:
                 self._prep = module.get_function(variant.prepare[0])
             if variant.op == "matmul_bf16":  # the kernel describes its launch (gpumm.run.hopper)
@@ -168,8 +168,8 @@ class Launcher:
 _BLAS_LIMIT = None  # the thread limit in force, held for the process (one measurement job runs one variant)
 
 
-def _sm_count() -> int:
-    """The current GPU's SM count (a grid may name it: SMS in the catalog)."""
+def sm_count() -> int:
+    """The current GPU's SM count (a grid may name it: SMS in the catalog; the FP32 rule counts waves with it)."""
     import cupy
 
     return cupy.cuda.Device().attributes["MultiProcessorCount"]
