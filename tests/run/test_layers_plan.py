@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpumm.run import layers
+from gpumm.run import layers, rule
 from gpumm.setup import catalog
 
 
@@ -65,7 +65,7 @@ def test_the_fp32_builds_of_the_model_steps_are_the_fp32_families_and_sgemm():
 
 
 def test_a_builds_tile_of_c_comes_from_its_defines():
-    assert layers.tile_of(catalog.from_id("splitk_b32x48c2")) == [32, 48]
-    assert layers.tile_of(catalog.from_id("prefetch_tile16")) == [16, 16]
-    assert layers.tile_of(catalog.from_id("streamk")) == [256, 128]
-    assert layers.tile_of(catalog.from_id("cublas")) is None
+    assert rule.tile_of(catalog.from_id("splitk_b32x48c2")) == [32, 48]
+    assert rule.tile_of(catalog.from_id("prefetch_tile16")) == [16, 16]
+    assert rule.tile_of(catalog.from_id("streamk")) == [256, 128]
+    assert rule.tile_of(catalog.from_id("cublas")) is None

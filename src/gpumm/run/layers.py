@@ -33,15 +33,8 @@ import numpy as np
 import pandas as pd
 
 from gpumm.run import clocks, operations, pairing, timing, verify
-from gpumm.run.rule import (  # noqa: F401 (the rule's facts of a build, read through this module too)
-    M_WEIGHT,
-    block_of,
-    bracket,
-    distance,
-    fill,
-    pick,
-    tile_of,
-)
+from gpumm.run.launch import sm_count
+from gpumm.run.rule import pick
 
 SETTINGS = {"samples": 10, "warmup": 2, "sample_ms": 2.0, "max_batch": 200, "cold_factor": 3.0}
 SAMPLE_COLUMNS = ["layer", "M", "N", "K", "kernel", "picks", "weights", "copies", "round", "batch", "us"]
@@ -87,13 +80,6 @@ def batch_for(launch_ms: float, copies: int, sample_ms: float, max_batch: int) -
 def _pick(rule, shape, members: dict) -> str:
     M, N, K = shape
     return pick(rule, M, N, K, {i: m.max_m for i, m in members.items()})
-
-
-def sm_count() -> int:
-    """The SMs of the GPU this process uses."""
-    import cupy
-
-    return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
 
 
 def shapes(model: dict) -> list[dict]:
@@ -328,7 +314,7 @@ def read_rate(cubin: Path, log=print) -> pd.DataFrame:
 
 def _patterns(cupy, mod, words: int, log) -> list[dict]:
     buf = cupy.ones(4 * words, dtype=cupy.uint32)
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    sms = sm_count()
     rows = []
     for name, arg in READ_PATTERNS:
         fn = mod.get_function(name)

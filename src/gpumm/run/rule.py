@@ -58,6 +58,15 @@ def load(tile: list[int] | None, block: dict | None, sms: int, M: int, N: int) -
     return waves * tile[0] * tile[1] / block["cl"] / (M * N)
 
 
+def _work(rule: dict, kernel: str, M: int, N: int) -> float:
+    """A kernel's time for an M x N product per output of C, as the rule can tell it: in waves of its blocks where
+    it knows the GPU's SMs (``load``), else by how fully its tiles cover C (1 / ``fill``)."""
+    tile = rule["tiles"].get(kernel)
+    if rule.get("sms"):
+        return load(tile, rule["blocks"].get(kernel), rule["sms"], M, N)
+    return 1 / fill(tile, M, N)
+
+
 def bracket(rule: dict, M: int, N: int, K: int) -> tuple[dict, dict] | None:
     """The two fitted shapes of the same weight (N x K) whose M are the nearest below and above M, where the rule
     has no ``tiles`` (the BF16 rule: its fitted shapes are a layer's token counts) and M lies strictly between two.
@@ -109,19 +118,11 @@ def pick(rule: dict, M: int, N: int, K: int, max_m: dict[str, int | None]) -> st
         worse = between(*ends, M, max_m)
         if worse:
             return min(worse, key=worse.get)
-    tiles = rule.get("tiles")
     for point in sorted(rule["points"], key=lambda p: distance(rule, p, M, N, K)):
         takers = [k for k in point["ranking"] if k in takes]
-        if takers and tiles is not None:
-            t, cost, sms, blocks = {k: tiles.get(k) for k in takers}, point["cost"], rule.get("sms"), rule.get("blocks")
-            if sms and blocks is not None:
-                scale = {
-                    k: load(t[k], blocks.get(k), sms, M, N) / load(t[k], blocks.get(k), sms, point["M"], point["N"])
-                    for k in takers
-                }
-            else:
-                scale = {k: fill(t[k], point["M"], point["N"]) / fill(t[k], M, N) for k in takers}
-            return min(takers, key=lambda k: cost[k] * scale[k])
+        if takers and rule.get("tiles") is not None:
+            cost = point["cost"]
+            return min(takers, key=lambda k: cost[k] * _work(rule, k, M, N) / _work(rule, k, point["M"], point["N"]))
         if takers:
             return takers[0]
     raise ValueError(f"no kernel of the rule takes M = {M} (N = {N}, K = {K})")

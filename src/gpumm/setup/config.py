@@ -170,12 +170,11 @@ def with_archived_candidates(variants: list[catalog.Variant], config: dict, arch
     archived run made."""
     if config.get("tune", False):
         return list(variants)
-    have = {v.id for v in variants}
-    out = []
-    for v in _selected({**config, "tune": True}, catalog.load()):
-        if v.id in have or (Path(archive) / "raw" / v.id / "samples.csv").is_file():
-            out.append(next((w for w in variants if w.id == v.id), v))
-    return out + [v for v in variants if v.id not in {w.id for w in out}]
+    have = {v.id: v for v in variants}
+    tuned = _selected({**config, "tune": True}, catalog.load())
+    out = [have.get(v.id, v) for v in tuned if v.id in have or (Path(archive) / "raw" / v.id / "samples.csv").is_file()]
+    placed = {v.id for v in out}
+    return out + [v for v in variants if v.id not in placed]
 
 
 def _selected(config: dict, families: dict) -> list[catalog.Variant]:
