@@ -171,7 +171,10 @@ def test_a_shape_whose_pick_failed_its_check_counts_as_a_goal_not_met(run):
 
 def test_a_run_without_the_model_has_empty_tables_with_their_columns(tmp_path):
     t = layers.tables(tmp_path, GPU)
-    assert set(t) == {"model_read", "model_shapes", "model_rates", "model_dispatch", "model_tokens", "model_crossover"}
+    assert set(t) == {"model_read", "model_ceiling", "model_shapes", "model_rates", "model_dispatch"} | {
+        "model_tokens",
+        "model_crossover",
+    }
     assert all(df.empty and len(df.columns) for df in t.values())
     (tmp_path / "raw" / "model").mkdir(parents=True)  # a replayed archive without it: a note in each file's place
     (tmp_path / "raw" / "model" / "meta.json").write_text('{"status": "not measured", "reason": "not in the archive"}')
@@ -188,3 +191,42 @@ def test_a_kernel_whose_code_changed_since_the_step_is_marked_stale(run):
     r = layers.tables(run, GPU)["model_rates"]
     assert set(r[r.stale].picks) == {"stream"}  # not in today's catalog: its numbers stand for no code here
     assert not r[r.kernel == "cublas_bf16"].stale.any()
+
+
+def _ceiling(run, rows: list[tuple]) -> None:
+    """The model step's ceiling.csv: (layer, us of each kept round) or (layer, None): sums that did not check."""
+    out = []
+    for layer, us in rows:
+        n, k = NK[layer]
+        key = {"layer": layer, "N": n, "K": k, "bytes": 2 * n * k, "copies": 4}
+        if us is None:
+            out.append(key | {"round": -1, "batch": 0, "us": float("nan"), "ok": False})
+        else:
+            out += [key | {"round": r, "batch": 50, "us": u, "ok": True} for r, u in enumerate(us, 2)]
+    pd.DataFrame(out).to_csv(run / "raw" / "model" / "ceiling.csv", index=False)
+
+
+def test_each_layers_weight_read_alone_is_its_share_of_the_read_rate(run):
+    """a: 32 MiB in 13, 12 and 14 µs, a median of 13: 2.58 TB/s, 86% of the 3.0e12 read rate; b's sums wrong."""
+    _ceiling(run, [("a", [13.0, 12.0, 14.0]), ("b", None)])
+    c = layers.tables(run, GPU)["model_ceiling"].set_index("layer")
+    assert c.loc["a", "median_us"] == 13 and c.loc["a", "n"] == 3
+    assert c.loc["a", "of_read"] == pytest.approx(2 * 4096 * 4096 / 13e-6 / 3.0e12)
+    assert c.loc["b", "n"] == 0 and c.loc["b", "median_us"] != c.loc["b", "median_us"]  # no time, not a zero
+
+
+def test_a_decode_goal_is_out_of_reach_where_the_weight_read_alone_stays_under_it(run):
+    """a's weight read at 86% of the read rate: its decode goal (90%) cannot be reached at that size, whatever the
+    dispatcher reads; b's at 2 x 8192 x 4096 bytes in 23 µs, 97%: within reach. M = 8 and 1024 have no decode
+    goal: no verdict."""
+    _ceiling(run, [("a", [13.0, 13.0, 13.0]), ("b", [23.0, 23.0, 23.0])])
+    d = layers.tables(run, GPU)["model_dispatch"].set_index(["layer", "M"])
+    assert d.loc[("a", 1), "reachable"] == False and d.loc[("b", 1), "reachable"] == True  # noqa: E712
+    assert d.loc[("b", 1), "ceiling"] == pytest.approx(2 * 8192 * 4096 / 23e-6 / 3.0e12)
+    assert d.loc[("a", 8), "reachable"] is None and d.loc[("a", 1024), "reachable"] is None
+
+
+def test_a_step_without_the_ceiling_leaves_reach_unknown(run):
+    t = layers.tables(run, GPU)
+    assert t["model_ceiling"].empty and list(t["model_ceiling"].columns) == layers.CEILING
+    assert t["model_dispatch"].reachable.isna().all()

@@ -9,7 +9,7 @@ import pytest
 
 from gpumm.build import loops
 from gpumm.build import nvcc as build
-from gpumm.run import layers, memory, operations
+from gpumm.run import layers, memory, operations, reads
 from gpumm.run.launch import Launcher
 from gpumm.setup import catalog, paths
 
@@ -117,13 +117,49 @@ def test_a_member_that_fails_its_check_is_a_row_and_is_not_timed(built, monkeypa
     assert set(samples.kernel) == {"cublas_bf16"}
 
 
-def test_the_read_rate_checks_its_sums_and_reads_near_the_cards_rate(tmp_path, arch):
+@pytest.fixture(scope="module")
+def read_cubin(tmp_path_factory, arch):
     micro = catalog.microbenchmarks()["read_stream"]
-    build.build_file(paths.KERNELS / micro["file"], micro["entries"], arch, tmp_path)
-    read = layers.read_rate(tmp_path / "kernel.cubin", log=lambda *_: None)
-    assert read.ok.all() and len(read) == len(layers.READ_PATTERNS) + 1
+    out = tmp_path_factory.mktemp("read_stream")
+    build.build_file(paths.KERNELS / micro["file"], micro["entries"], arch, out)
+    return out / "kernel.cubin"
+
+
+def test_the_read_rate_checks_its_sums_and_reads_near_the_cards_rate(read_cubin):
+    read = reads.read_rate(read_cubin, log=lambda *_: None)
+    assert read.ok.all() and len(read) == len(reads.READ_PATTERNS) + 1
     assert np.isfinite(read.bytes_per_s).all() and (read.bytes_per_s > 0).all()
     assert read.bytes.max() >= 2**31  # 2 GiB: several times any L2
+
+
+def test_a_weight_read_alone_checks_its_sums_and_is_timed_cold(read_cubin):
+    """Two weights (8 MiB and one of 4097 rows of 1032), cold copies over 3 times the L2, each sample a graph of
+    launches: every kept sample timed with its sums checked; a K that is not a multiple of 8 is left out."""
+    weights = [("small", 1024, 4096), ("odd", 4097, 1032), ("ragged", 64, 100)]
+    c = reads.ceiling(read_cubin, weights, {"samples": 3, "warmup": 1}, log=lambda *_: None)
+    assert set(c.layer) == {"small", "odd"} and c.ok.all()
+    assert c.groupby("layer").size().to_dict() == {"odd": 3, "small": 3}
+    assert (c.us > 0).all() and (c.batch >= c.copies).all() and (c.copies >= 2).all()
+    l2 = cupy_l2()
+    assert (c.bytes * c.copies >= 3 * l2).all()
+
+
+def test_a_read_that_misses_rows_fails_its_sums_and_is_not_timed(read_cubin, monkeypatch):
+    """The sums can fail: a read of all rows but the last (one block short) is refused, no time kept."""
+    real = reads._WeightRead.__init__
+
+    def short(self, fn, n, k, out):
+        real(self, fn, n - 1, k, out)
+
+    monkeypatch.setattr(reads._WeightRead, "__init__", short)
+    c = reads.ceiling(read_cubin, [("short", 512, 4096)], {"samples": 2, "warmup": 0}, log=lambda *_: None)
+    assert c.ok.tolist() == [False] and c.us.isna().all()
+
+
+def cupy_l2() -> int:
+    import cupy
+
+    return cupy.cuda.Device().attributes["L2CacheSize"]
 
 
 def test_the_dispatch_step_times_the_dispatcher_and_the_reference_only(built, monkeypatch):

@@ -69,3 +69,28 @@ def test_a_builds_tile_of_c_comes_from_its_defines():
     assert rule.tile_of(catalog.from_id("prefetch_tile16")) == [16, 16]
     assert rule.tile_of(catalog.from_id("streamk")) == [256, 128]
     assert rule.tile_of(catalog.from_id("cublas")) is None
+
+
+def test_the_model_step_times_the_fewest_tokens_first(monkeypatch, tmp_path):
+    """Every layer at one token, then at 8, then at 1024: the decode shapes before the prefill ones heat the card
+    (the configuration lists shapes layer by layer)."""
+    from argparse import Namespace
+
+    import pandas as pd
+
+    from gpumm.run import commands, launch
+
+    seen = []
+
+    def fake_run(plan, settings, seed, log=print):
+        seen.extend((s["layer"], s["M"]) for s in plan["shapes"])
+        return pd.DataFrame(columns=layers.SAMPLE_COLUMNS), pd.DataFrame(columns=layers.CHECK_COLUMNS), pd.DataFrame()
+
+    monkeypatch.setattr(layers, "run", fake_run)
+    monkeypatch.setattr(launch, "sm_count", lambda: 132)
+    monkeypatch.setattr(commands, "_step_meta", lambda *a, **k: None)
+    tiny = {"a": {"n": 64, "k": 32, "count": 2}, "b": {"n": 128, "k": 32, "count": 1}}
+    model = {"tokens": [1, 1024], "held_out": [8], "name": "tiny", "models": {"tiny": {"source": "", "layers": tiny}}}
+    args = Namespace(model=model, tokens="all", kernels="cublas_bf16", timed="", rule=None, read_cubin=None)
+    commands.cmd_layers(Namespace(**vars(args), fp32=False, seed=0, out_dir=str(tmp_path)))
+    assert seen == [("a", 1), ("b", 1), ("a", 8), ("b", 8), ("a", 1024), ("b", 1024)]

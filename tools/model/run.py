@@ -12,7 +12,7 @@ and in FP32 sums) and the rounding check (random BF16 values) against the float6
 that fails is reported, not timed. Then timed in CUDA graphs of L launches, each launch on the next of C copies of
 the weight (cold: C copies over at least 3 times the L2, so no launch finds its weight in the L2; warm: one copy),
 15 samples after 3 warm-up graphs; per launch = the graph's time / L. The DRAM bound is the shape's bytes over the
-read rate the model step measures (gpumm.run.layers.read_rate: the read_stream micro-benchmark and the copy).
+read rate the model step measures (gpumm.run.reads.read_rate: the read_stream micro-benchmark and the copy).
 Writes OUT_DIR/samples.csv (every sample) and OUT_DIR/summary.csv (medians, shares).
 """
 
@@ -29,22 +29,22 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from gpumm.analyse import model  # noqa: E402
-from gpumm.run import layers, verify  # noqa: E402
+from gpumm.run import reads, verify  # noqa: E402
 from gpumm.setup import catalog  # noqa: E402
 
 # token count: the candidates (name, kind, defines): "warp" a warp per ROWS rows of tools/model/stream.cu; "split"
 # kernels/matmul_bf16/stream.cu and "mma" stream_mma.cu built here with these defines; "race" a catalog build
+MMA16 = {"MAX_M": 16, "WARPS": 8, "CHUNKS": 2, "PIPE": 0}
+W16 = MMA16 | {"WARPS": 16}
+# "read": the weight read alone (the read_stream micro-benchmark), timed as the candidates: the size's ceiling
+READS = [("read_rows", "read", {"entry": "read_rows"}), ("read_grid8", "read", {"entry": "read_grid", "per_sm": 8})]
 CANDIDATES = {
-    1: [("split_m1_r1_w8", "split", {"MAX_M": 1, "ROWS": 1, "WARPS": 8})]
-    + [("split_m1_r2_w8", "split", {"MAX_M": 1, "ROWS": 2, "WARPS": 8}), ("stream_m1_r8", "warp", {"ROWS": 8})]
-    + [("mma_t1_w8_u4", "mma", {"MAX_M": 8, "WARPS": 8, "CHUNKS": 4, "PIPE": 0}), ("bf16_stream_max_m1", "race", {})],
-    16: [("mma_t2_w8_u2", "mma", {"MAX_M": 16, "WARPS": 8, "CHUNKS": 2, "PIPE": 0})]
-    + [("mma_t2_w16_u2", "mma", {"MAX_M": 16, "WARPS": 16, "CHUNKS": 2, "PIPE": 0})]
-    + [("stream_m16_r4", "warp", {"ROWS": 4}), ("bf16_stream_mma_w8", "race", {})],
-    64: [
-        ("mma_t8_w8_u1_pipe", "mma", {"MAX_M": 64, "WARPS": 8, "CHUNKS": 1, "PIPE": 1}),
-        ("bf16_pingpong", "race", {}),
-    ],
+    1: [("split_m1_r2_w8", "split", {"MAX_M": 1, "ROWS": 2, "WARPS": 8}), ("bf16_stream_max_m1", "race", {})] + READS,
+    16: [("mma_t2_w8_u2", "mma", MMA16), ("mma_t2_w16_u2", "mma", W16), ("mma_t2_w16_u2p", "mma", W16 | {"PIPE": 1})]
+    + [("mma_t2_w16_u4", "mma", W16 | {"CHUNKS": 4}), ("mma_t2_w32_u2", "mma", MMA16 | {"WARPS": 32})]
+    + [("mma_t2_w32_u1p", "mma", MMA16 | {"WARPS": 32, "CHUNKS": 1, "PIPE": 1})]
+    + READS[:1],
+    64: [("mma_t8_w8_u1_pipe", "mma", MMA16 | {"MAX_M": 64, "CHUNKS": 1, "PIPE": 1}), ("bf16_pingpong", "race", {})],
 }
 FILES = {"split": ("matmul_bf16/stream.cu", "bf16_stream"), "mma": ("matmul_bf16/stream_mma.cu", "bf16_stream_mma")}
 SAMPLES, WARMUP = 15, 3
@@ -77,8 +77,10 @@ def built(file: str, defines: dict, arch: str) -> Path:
     return out.with_suffix(".cubin")
 
 
-def launchers(cupy, mod, m: int, n: int, k: int, arch: str):
-    """(name, bind(A, W, C) -> launch) of each candidate for m tokens and of cuBLAS BF16 (FP32 out and compute)."""
+def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str):
+    """(name, bind(A, W, C) -> launch) of each candidate for m tokens and of cuBLAS BF16 (FP32 out and compute);
+    "read": the weight read alone by the read_stream micro-benchmark (module `read`), A and C untouched: the fastest
+    a kernel that reads the weight once could go at this size."""
     from gpumm.run.launch import Launcher
     from gpumm.setup import catalog
 
@@ -86,6 +88,16 @@ def launchers(cupy, mod, m: int, n: int, k: int, arch: str):
         if kind == "race":
             race = Launcher(catalog.from_id(name), ROOT / "results" / "build" / name / "kernel.cubin")
             return name, lambda A, W, C: race.bind(A, W, C)
+        if kind == "read":
+            fn = read.get_function(d["entry"])
+            words = n * k // 8  # 16-byte words of the weight
+            if d["entry"] == "read_rows":
+                grid, extra = (n,), (np.int64(n), np.int32(k // 8))
+            else:
+                sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+                grid, extra = (sms * d["per_sm"],), (np.int64(words),)
+            out = cupy.empty(grid[0], dtype=cupy.uint32)
+            return name, lambda A, W, C: lambda: fn(grid, (256,), (W, out, *extra))
         if kind == "warp":  # 8 warps of ROWS rows a block: (A, W, C, N, K)
             fn, grid, block = mod.get_function(f"stream_m{m}_r{d['ROWS']}"), (math.ceil(n / d["ROWS"] / 8),), (256,)
             return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(n), np.int32(k)))
@@ -158,7 +170,9 @@ def main() -> None:
     props = cupy.cuda.runtime.getDeviceProperties(0)
     arch = "sm_90a" if (props["major"], props["minor"]) == (9, 0) else f"sm_{props['major']}{props['minor']}"
     micro = catalog.microbenchmarks()["read_stream"]
-    read = layers.read_rate(built(micro["file"], {}, arch))
+    read_cubin = built(micro["file"], {}, arch)
+    read_mod = cupy.RawModule(path=str(read_cubin))
+    read = reads.read_rate(read_cubin)
     copy = float(read.set_index("pattern").bytes_per_s["device copy"])
     rate = float(read[read.ok].bytes_per_s.max())
     name = props["name"].decode()
@@ -170,8 +184,8 @@ def main() -> None:
         A = verify.bf16_random_inputs(11, m, 8, k, cupy)[0]
         weight = verify.bf16_random_inputs(13, 8, n, k, cupy)[1]
         cold = [weight] + [weight.copy() for _ in range(max(1, math.ceil(3 * l2 / weight.nbytes)))]
-        for kernel, bind in launchers(cupy, mod, m, n, k, arch):
-            why = verified(cupy, bind, m, n, k)
+        for kernel, bind in launchers(cupy, mod, read_mod, m, n, k, arch):
+            why = "" if kernel.startswith("read_") else verified(cupy, bind, m, n, k)
             if why:
                 rows.append(
                     {"layer": s.layer, "M": m, "N": n, "K": k, "kernel": kernel, "status": "failed"} | {"reason": why}

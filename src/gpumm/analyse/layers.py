@@ -2,6 +2,8 @@
 shapes) and results/raw/model-dispatch (the dispatcher and cuBLAS BF16 on every shape, held-out ones included).
 
 - ``model_read``: the card's read rate, each pattern of the read_stream micro-benchmark and the device copy;
+- ``model_ceiling``: each layer's weight read alone (cold, timed as the kernels), its rate and its share of the
+  read rate: the most of the DRAM bound a kernel reading the weight once can reach at that size;
 - ``model_shapes``: every shape with its bytes, flops, the DRAM bound (bytes over the best read rate), the tensor
   bound (flops over the BF16 peak at the run's clock), the regime the larger names, and whether it was fitted;
 - ``model_rates``: each kernel's median per shape and weights (cold; warm where timed), its rate and its shares
@@ -29,7 +31,8 @@ SHAPES = [*model.COLUMNS, "fitted", "weight_bytes", "copies", "warm", "members",
 RATES = ["layer", "M", "N", "K", "kernel", "role", "picks", "weights", "step", "n", "median_us", "q1_us", "q3_us"]
 RATES += ["tflops", "gbps", "of_bound", "of_dram", "of_tensor", "of_reference", "round_ratio", "stale"]
 DISPATCH = ["layer", "M", "N", "K", "fitted", "kernel", "from", "median_us", "reference_us", "of_reference"]
-DISPATCH += ["round_ratio", "of_bound", "regime", "goal", "met"]
+DISPATCH += ["round_ratio", "of_bound", "regime", "goal", "met", "ceiling", "reachable"]
+CEILING = ["layer", "N", "K", "bytes", "copies", "n", "median_us", "q1_us", "q3_us", "gbps", "of_read"]
 TOKENS = ["phase", "M", "kernel", "step_us", "per_token_us", "reference_step_us", "of_reference"]
 CROSSOVER = ["layer", "N", "K", "crossover_m"]
 DECODE, PREFILL_FROM = (1, 16), 1024
@@ -37,7 +40,8 @@ GOALS = {"decode": ("at least 90% of the DRAM bound and at or above cuBLAS BF16 
 
 
 def empty() -> dict[str, pd.DataFrame]:
-    cols = {"model_read": READ, "model_shapes": SHAPES, "model_rates": RATES, "model_dispatch": DISPATCH}
+    cols = {"model_read": READ, "model_ceiling": CEILING, "model_shapes": SHAPES, "model_rates": RATES}
+    cols |= {"model_dispatch": DISPATCH}
     cols |= {"model_tokens": TOKENS, "model_crossover": CROSSOVER}
     return {name: pd.DataFrame(columns=c) for name, c in cols.items()}
 
@@ -80,8 +84,9 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     rates = rate_table(s, shapes, reference)
     changed = stale({**meta.get("digests", {}), **picked_meta.get("digests", {})})
     rates["stale"] = rates.picks.isin(changed)
-    out = {"model_read": read, "model_shapes": shapes, "model_rates": rates}
-    out["model_dispatch"] = dispatch_table(rates, shapes, rule, picked_checks)
+    ceiling = ceiling_table(pd.read_csv(raw / "ceiling.csv") if (raw / "ceiling.csv").is_file() else None, rate)
+    out = {"model_read": read, "model_ceiling": ceiling, "model_shapes": shapes, "model_rates": rates}
+    out["model_dispatch"] = dispatch_table(rates, shapes, rule, picked_checks, ceiling)
     out["model_tokens"] = token_table(rates, shapes, reference)
     layers = shapes.drop_duplicates("layer")
     out["model_crossover"] = pd.DataFrame(
@@ -107,6 +112,23 @@ def read_table(read: pd.DataFrame) -> pd.DataFrame:
         raise ValueError("model: no read pattern checked: no DRAM bound")
     t["chosen"] = t.index == ok.bytes_per_s.idxmax()
     return t[READ]
+
+
+def ceiling_table(samples: pd.DataFrame | None, rate: float) -> pd.DataFrame:
+    """Each layer's weight read alone (the model step's ``ceiling.csv``; none in an archive made before it): the
+    median of its samples, its rate, and that rate's share of the read rate. A weight whose sums did not check has
+    no time."""
+    if samples is None or samples.empty:
+        return pd.DataFrame(columns=CEILING)
+    keys = ["layer", "N", "K", "bytes", "copies"]
+    ok = samples[samples.ok.astype(bool)]
+    g = ok.groupby(keys, sort=False).us
+    t = pd.DataFrame({"n": g.size(), "median_us": g.median(), "q1_us": g.quantile(0.25), "q3_us": g.quantile(0.75)})
+    t = samples[keys].drop_duplicates().join(t, on=keys).reset_index(drop=True)
+    t["n"] = t.n.fillna(0).astype(int)
+    t["gbps"] = t["bytes"] / t.median_us / 1e3
+    t["of_read"] = t.gbps * 1e9 / rate
+    return t[CEILING]
 
 
 def shape_table(spec: dict, per_shape: pd.DataFrame, samples: pd.DataFrame, rate: float, peak: float):
@@ -151,20 +173,27 @@ def _goal(m: int) -> str:
 
 
 def dispatch_table(
-    rates: pd.DataFrame, shapes: pd.DataFrame, rule: dict, checks: pd.DataFrame | None = None
+    rates: pd.DataFrame,
+    shapes: pd.DataFrame,
+    rule: dict,
+    checks: pd.DataFrame | None = None,
+    ceiling: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The dispatcher at every shape the dispatch step timed (cold weights): what it picked, from which fitted
     shape, its share of cuBLAS BF16 and of the bound, and the goal of its regime (decode: M = 1 and 16; prefill:
     M of 1024 and more) with whether it is met. A shape where the pick failed its check (``checks``: the
-    dispatch step's) was not timed: a row without a time, a goal there not met."""
+    dispatch step's) was not timed: a row without a time, a goal there not met. ``ceiling``: the layer's weight
+    read alone (``ceiling_table``), its share of the read rate; ``reachable`` (decode goals only): whether that
+    share is at least the goal's 90%, so that a kernel reading the weight once could meet it at this size."""
     d = rates[(rates.step == "dispatch") & (rates.kernel == "dispatch") & (rates.weights == "cold")]
+    of_read = {} if ceiling is None else dict(zip(ceiling.layer, ceiling.of_read))
     rows = []
     for r in d.itertuples():
         near = dispatch.origin(rule, r.M, r.N, r.K, r.picks)
         s = shapes[(shapes.layer == r.layer) & (shapes.M == r.M)].iloc[0]
         goal, met = _goal(r.M), None
         if r.M in DECODE:
-            met = bool(r.of_dram >= 0.9 and r.round_ratio >= 1.0)
+            met = bool(r.of_dram >= GOALS["decode"][1] and r.round_ratio >= GOALS["decode"][2])
         elif r.M >= PREFILL_FROM:
             met = bool(r.round_ratio >= 0.98)
         rows.append(
@@ -172,6 +201,7 @@ def dispatch_table(
             | {"from": f"{near['layer']} M={near['M']}", "median_us": r.median_us}
             | {"reference_us": r.median_us * r.of_reference, "of_reference": r.of_reference}
             | {"round_ratio": r.round_ratio, "of_bound": r.of_bound, "regime": s.regime, "goal": goal, "met": met}
+            | _reach(r.layer, r.M, of_read)
         )
     for r in dispatch.untimed(checks, {(x["layer"], x["M"]) for x in rows}, ["layer", "M"]):
         at = shapes[(shapes.layer == r.layer) & (shapes.M == r.M)]
@@ -186,8 +216,17 @@ def dispatch_table(
                 "goal": f"{goal}: not timed, its pick {r.status} ({r.reason})" if goal else "",
                 "met": False if goal else None,
             }
+            | _reach(r.layer, r.M, of_read)
         )
     return pd.DataFrame(rows, columns=DISPATCH)
+
+
+def _reach(layer: str, m: int, of_read: dict) -> dict:
+    """The layer's ceiling (its weight read alone, a share of the read rate) and, at a decode goal, whether it
+    reaches the goal's share of the DRAM bound (None where the run did not time it)."""
+    c = of_read.get(layer, np.nan)
+    reachable = bool(c >= GOALS["decode"][1]) if m in DECODE and not np.isnan(c) else None
+    return {"ceiling": c, "reachable": reachable}
 
 
 def token_table(rates: pd.DataFrame, shapes: pd.DataFrame, reference: str) -> pd.DataFrame:

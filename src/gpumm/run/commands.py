@@ -302,7 +302,10 @@ def _register_layers(sub) -> None:
     s.add_argument("--kernels", required=True, help="comma-separated variants, each loaded from results/build")
     s.add_argument("--timed", default="", help="comma-separated variants timed (default: every kernel)")
     s.add_argument("--rule", help="the dispatcher's rule (JSON file): adds the member dispatch")
-    s.add_argument("--read-cubin", help="the read_stream micro-benchmark: the card's read rate first")
+    s.add_argument(
+        "--read-cubin",
+        help="the read_stream micro-benchmark: the card's read rate first (BF16: and each layer's weight read alone)",
+    )
     s.add_argument(
         "--fp32",
         action="store_true",
@@ -315,7 +318,7 @@ def _register_layers(sub) -> None:
 
 
 def cmd_layers(args):
-    from gpumm.run import launch, layers
+    from gpumm.run import launch, layers, reads
     from gpumm.setup import files, paths
 
     spec = args.model
@@ -323,7 +326,10 @@ def cmd_layers(args):
         shapes = layers.fp32_shapes(spec, held_out=args.tokens == "all")
     else:
         held = [t for t in spec.get("held_out", []) if t not in spec["tokens"]] if args.tokens == "all" else []
-        shapes = layers.shapes({**spec, "tokens": spec["tokens"] + held})
+        # fewest tokens first: the decode shapes before the prefill ones heat the card (the H100 archive of
+        # 2026-11-28 timed the output layer at one token after the logits at 8192: 7 of its 10 samples 15%
+        # slower than the other 3, its SM clock down to 1,410 MHz)
+        shapes = sorted(layers.shapes({**spec, "tokens": spec["tokens"] + held}), key=lambda s: s["M"])
     ids = [k for k in args.kernels.split(",") if k]
     kernels = {}
     for vid in ids:
@@ -336,11 +342,14 @@ def cmd_layers(args):
         plan["dispatch"] = json.loads(Path(args.rule).read_text())
     out = Path(args.out_dir)
     started = time.time()
-    read = layers.read_rate(Path(args.read_cubin)) if args.read_cubin else None
+    written = {}
+    if args.read_cubin:
+        written["read.csv"] = reads.read_rate(Path(args.read_cubin))
+        if not args.fp32:  # each layer's weight read alone: the ceiling of its decode shapes
+            weights = list(dict.fromkeys((s["layer"], s["N"], s["K"]) for s in plan["shapes"]))
+            written["ceiling.csv"] = reads.ceiling(Path(args.read_cubin), weights, spec.get("timing", {}))
     samples, checks, per_shape = layers.run(plan, spec.get("timing", {}), args.seed)
-    written = {"samples.csv": samples, "checks.csv": checks, "shapes.csv": per_shape}
-    if read is not None:
-        written["read.csv"] = read
+    written = {"samples.csv": samples, "checks.csv": checks, "shapes.csv": per_shape} | written
     for name, df in written.items():
         files.write_csv(df, out / name)
     fields = {

@@ -18,8 +18,8 @@ The plan's ``op`` is ``matmul_bf16`` (the model's own: A the tokens, Bt the weig
 reference) or ``matmul`` (FP32 through the same steps, the ladder's kernels and cuBLAS SGEMM: B = the weight as
 K x N); in both the second operand is the weight that is copied cold. ``dispatch`` in the plan adds a member of
 that name: for each shape, the kernel the fitted rule
-(gpumm.analyse.dispatch) picks, checked and timed like the others. Also measured here, before the shapes: the card's
-read rate (the best of the read_stream micro-benchmark's patterns and the device copy), the DRAM bound's rate.
+(gpumm.analyse.dispatch) picks, checked and timed like the others. Measured before the shapes
+(gpumm.run.reads): the card's read rate, the DRAM bound's, and each layer's weight read alone, its ceiling.
 """
 
 import itertools
@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 
 from gpumm.run import clocks, operations, pairing, timing, verify
-from gpumm.run.launch import sm_count
 from gpumm.run.rule import pick
 
 SETTINGS = {"samples": 10, "warmup": 2, "sample_ms": 2.0, "max_batch": 200, "cold_factor": 3.0}
@@ -137,7 +136,7 @@ def check_shape(
     return rows, A, W
 
 
-def _one_ms(cupy, launch, times: int = 1) -> float:
+def one_ms(cupy, launch, times: int = 1) -> float:
     """The time of ``times`` launches back to back (events), after one launch not counted."""
     launch()
     s, e = cupy.cuda.Event(), cupy.cuda.Event()
@@ -156,18 +155,18 @@ def launch_ms(cupy, launches: list, sample_ms: float = SETTINGS["sample_ms"]) ->
     one launch where it read 0.25 ms or more: 6 launches of an 87 us kernel read at 0.33 ms, a sample of 0.52 ms;
     and before that from one launch at every length."""
     turn = itertools.cycle(launches)
-    ms = _one_ms(cupy, lambda: next(turn)())
+    ms = one_ms(cupy, lambda: next(turn)())
     if ms >= sample_ms:
         return ms
     k = min(200, max(len(launches), math.ceil(1.0 / max(ms, 1e-3))))
     graph = timing.capture(lambda: next(turn)(), k)
     if graph is None:
-        return _one_ms(cupy, lambda: next(turn)(), k) / k
+        return one_ms(cupy, lambda: next(turn)(), k) / k
     stream = cupy.cuda.get_current_stream()
-    return _one_ms(cupy, lambda: graph.launch(stream)) / k
+    return one_ms(cupy, lambda: graph.launch(stream)) / k
 
 
-def _graph(cupy, launcher, A, weights: list, C, settings: dict):
+def sample_graph(cupy, launcher, A, weights: list, C, settings: dict):
     """(run one sample, batch): a CUDA graph of launches taking the weights in turn (plain launches where a graph
     cannot be captured)."""
     bound = [launcher.bind(A, W, C) for W in weights]
@@ -201,7 +200,7 @@ def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, W, shape, l2:
     runs = []
     for weights, copies in sets:
         for mid in ok:
-            run, batch = _graph(cupy, members[picks[mid]].launcher, A, copies, C, settings)
+            run, batch = sample_graph(cupy, members[picks[mid]].launcher, A, copies, C, settings)
             runs.append((mid, weights, len(copies), run, batch))
     rows = []
     if not runs:  # every member failed its checks
@@ -294,58 +293,3 @@ def _members(plan: dict) -> dict:
     if plan.get("dispatch") is not None:
         out["dispatch"] = Member("dispatch")
     return out
-
-
-READ_PATTERNS = [("read_grid", 4), ("read_grid", 8), ("read_rows", 512), ("read_rows", 1792)]
-
-
-def read_rate(cubin: Path, log=print) -> pd.DataFrame:
-    """The read_stream micro-benchmark's patterns and the device copy over 2 GiB (several times any L2): one row
-    each, with its bytes per second (median of 10 launches after 2) and whether its sums checked. read_grid at 4 or 8
-    blocks of 256 threads per SM; read_rows with rows of 8 KiB (a 4096-wide BF16 weight) or 28 KiB (14336). The
-    copy's rate counts what it reads and writes, as the bandwidth study does."""
-    import cupy
-
-    words = 1 << 27  # 16-byte words: 2 GiB
-    rows = _patterns(cupy, cupy.RawModule(path=str(cubin)), words, log) + [_copy(cupy, words // 2, log)]
-    cupy.get_default_memory_pool().free_all_blocks()
-    return pd.DataFrame(rows)
-
-
-def _patterns(cupy, mod, words: int, log) -> list[dict]:
-    buf = cupy.ones(4 * words, dtype=cupy.uint32)
-    sms = sm_count()
-    rows = []
-    for name, arg in READ_PATTERNS:
-        fn = mod.get_function(name)
-        if name == "read_grid":
-            grid, args, read = sms * arg, (np.int64(words),), words
-        else:  # whole rows only
-            grid, args, read = words // arg, (np.int64(words // arg), np.int32(arg)), words // arg * arg
-        out = cupy.zeros(grid, dtype=cupy.uint32)
-
-        def launch(fn=fn, grid=grid, out=out, args=args):
-            fn((grid,), (256,), (buf, out, *args))
-
-        launch()
-        ok = int(out.astype(cupy.uint64).sum()) == 4 * read  # four 1s a word
-        ms = statistics.median([_one_ms(cupy, launch) for _ in range(10)]) if ok else math.nan
-        rows.append({"pattern": f"{name} {arg}", "ok": ok, "bytes": 16 * read, "ms": ms})
-        rows[-1]["bytes_per_s"] = 16 * read / (ms * 1e-3)
-        log(f"read stream {name} {arg}: {rows[-1]['bytes_per_s'] / 1e9:,.0f} GB/s" + ("" if ok else " (FAILED)"))
-    return rows
-
-
-def _copy(cupy, words: int, log) -> dict:
-    src = cupy.ones(4 * words, dtype=cupy.uint32)
-    dst = cupy.zeros_like(src)
-
-    def launch():
-        dst[...] = src
-
-    ms = statistics.median([_one_ms(cupy, launch) for _ in range(10)])
-    ok = bool((dst == 1).all())
-    row = {"pattern": "device copy", "ok": ok, "bytes": 2 * src.nbytes, "ms": ms}
-    row["bytes_per_s"] = 2 * src.nbytes / (ms * 1e-3)
-    log(f"device copy: {row['bytes_per_s'] / 1e9:,.0f} GB/s" + ("" if ok else " (FAILED)"))
-    return row

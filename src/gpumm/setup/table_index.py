@@ -69,6 +69,11 @@ TABLES = {
         "gpumm.analyse.layers",
         "the model step's read rate: each read_stream pattern and the device copy, and the one chosen",
     ),
+    "model_ceiling": (
+        "gpumm.analyse.layers",
+        "each model layer's weight read alone, cold, timed as the kernels: its rate and share of the read rate, "
+        "the most of the DRAM bound a kernel reading the weight once can reach at that size",
+    ),
     "model_shapes": (
         "gpumm.analyse.layers",
         "each model shape (layer, M tokens): bytes, flops, its DRAM and tensor bounds, regime, fitted or held out",
@@ -80,7 +85,8 @@ TABLES = {
     ),
     "model_dispatch": (
         "gpumm.analyse.layers",
-        "the dispatcher at each model shape: the kernel its rule picked and from where, its shares, its goal",
+        "the dispatcher at each model shape: the kernel its rule picked and from where, its shares, its goal, and "
+        "whether the layer's weight read alone reaches a decode goal",
     ),
     "model_tokens": (
         "gpumm.analyse.layers",

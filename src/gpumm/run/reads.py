@@ -1,0 +1,141 @@
+"""Reading DRAM alone, measured by the model step before its shapes (issue 40): the card's read rate, the DRAM
+bound's rate (``read_rate``), and each layer's weight read alone as the kernels read it (``ceiling``), the fastest a
+kernel that reads the weight once can go at that size.
+
+Both run the read_stream micro-benchmark (kernels/memory/read_stream.cu: 16-byte loads read once, every block's sum
+written out) and check its sums before any time counts.
+"""
+
+import math
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpumm.run import layers
+from gpumm.run.launch import sm_count
+
+READ_PATTERNS = [("read_grid", 4), ("read_grid", 8), ("read_rows", 512), ("read_rows", 1792)]
+CEILING_COLUMNS = ["layer", "N", "K", "bytes", "copies", "round", "batch", "us", "ok"]
+
+
+def read_rate(cubin: Path, log=print) -> pd.DataFrame:
+    """The read_stream micro-benchmark's patterns and the device copy over 2 GiB (several times any L2): one row
+    each, with its bytes per second (median of 10 launches after 2) and whether its sums checked. read_grid at 4 or 8
+    blocks of 256 threads per SM; read_rows with rows of 8 KiB (a 4096-wide BF16 weight) or 28 KiB (14336). The
+    copy's rate counts what it reads and writes, as the bandwidth study does."""
+    import cupy
+
+    words = 1 << 27  # 16-byte words: 2 GiB
+    rows = _patterns(cupy, cupy.RawModule(path=str(cubin)), words, log) + [_copy(cupy, words // 2, log)]
+    cupy.get_default_memory_pool().free_all_blocks()
+    return pd.DataFrame(rows)
+
+
+def _patterns(cupy, mod, words: int, log) -> list[dict]:
+    buf = cupy.ones(4 * words, dtype=cupy.uint32)
+    sms = sm_count()
+    rows = []
+    for name, arg in READ_PATTERNS:
+        fn = mod.get_function(name)
+        if name == "read_grid":
+            grid, args, read = sms * arg, (np.int64(words),), words
+        else:  # whole rows only
+            grid, args, read = words // arg, (np.int64(words // arg), np.int32(arg)), words // arg * arg
+        out = cupy.zeros(grid, dtype=cupy.uint32)
+
+        def launch(fn=fn, grid=grid, out=out, args=args):
+            fn((grid,), (256,), (buf, out, *args))
+
+        launch()
+        ok = int(out.astype(cupy.uint64).sum()) == 4 * read  # four 1s a word
+        ms = statistics.median([layers.one_ms(cupy, launch) for _ in range(10)]) if ok else math.nan
+        rows.append({"pattern": f"{name} {arg}", "ok": ok, "bytes": 16 * read, "ms": ms})
+        rows[-1]["bytes_per_s"] = 16 * read / (ms * 1e-3)
+        log(f"read stream {name} {arg}: {rows[-1]['bytes_per_s'] / 1e9:,.0f} GB/s" + ("" if ok else " (FAILED)"))
+    return rows
+
+
+def _copy(cupy, words: int, log) -> dict:
+    src = cupy.ones(4 * words, dtype=cupy.uint32)
+    dst = cupy.zeros_like(src)
+
+    def launch():
+        dst[...] = src
+
+    ms = statistics.median([layers.one_ms(cupy, launch) for _ in range(10)])
+    ok = bool((dst == 1).all())
+    row = {"pattern": "device copy", "ok": ok, "bytes": 2 * src.nbytes, "ms": ms}
+    row["bytes_per_s"] = 2 * src.nbytes / (ms * 1e-3)
+    log(f"device copy: {row['bytes_per_s'] / 1e9:,.0f} GB/s" + ("" if ok else " (FAILED)"))
+    return row
+
+
+class _WeightRead:
+    """The weight read alone, as a launcher for gpumm.run.layers.sample_graph: ``bind(A, W, C)`` reads W's N rows
+    whole with read_rows (a block of 256 threads a row), A and C untouched."""
+
+    def __init__(self, fn, n: int, k: int, out):
+        self.fn, self.n, self.k, self.out = fn, n, k, out
+
+    def bind(self, A, W, C):
+        args = (W, self.out, np.int64(self.n), np.int32(self.k // 8))
+        return lambda: self.fn((self.n,), (256,), args)
+
+
+def sum_mod32(cupy, x) -> int:
+    """The sum of an array's 32-bit words, modulo 2^32 (what read_rows' unsigned sums add up to)."""
+    return int(x.view(cupy.uint32).astype(cupy.uint64).sum()) % (1 << 32)
+
+
+def ceiling(cubin: Path, weights: list[tuple[str, int, int]], settings: dict, log=print) -> pd.DataFrame:
+    """Each weight (layer, N, K: BF16, N rows of K) read alone as the model step times its kernels: read_rows on
+    random words, cold copies over ``cold_factor`` times the L2, a sample a CUDA graph of launches taking the copies
+    in turn, ``warmup`` samples then ``samples`` kept. Every launch pays its start and the drain of its last loads,
+    a larger share of a small weight's time, so no kernel that reads the weight once is likely to beat this rate at
+    this size (the H100's 32 MiB output weight: 82% of the 2 GiB read rate, data/checks/model-decode-ceiling-h100).
+    The sums are checked (mod 2^32) before any time counts: a row with ``ok`` false and no time where they differ.
+    One row per kept sample."""
+    import cupy
+
+    settings = {**layers.SETTINGS, **settings}
+    fn = cupy.RawModule(path=str(cubin)).get_function("read_rows")
+    l2 = cupy.cuda.Device().attributes["L2CacheSize"]
+    rows = []
+    with cupy.cuda.Stream(non_blocking=True):
+        for layer, n, k in weights:
+            if k % 8:
+                log(f"read ceiling {layer}: K = {k} is not a multiple of 8 (16-byte rows): not timed")
+                continue
+            W = (
+                cupy.random.randint(0, 1 << 30, size=(n, k // 2), dtype=cupy.int64)
+                .astype(cupy.uint32)
+                .view(cupy.uint16)
+            )
+            n_copies = layers.copies_for(W.nbytes, l2, settings["cold_factor"])
+            copies = [W] + [W.copy() for _ in range(n_copies - 1)]
+            out = cupy.zeros(n, dtype=cupy.uint32)
+            reader = _WeightRead(fn, n, k, out)
+            reader.bind(None, W, None)()
+            key = {"layer": layer, "N": n, "K": k, "bytes": W.nbytes, "copies": n_copies}
+            if sum_mod32(cupy, out) != sum_mod32(cupy, W):
+                rows.append(key | {"round": -1, "batch": 0, "us": math.nan, "ok": False})
+                log(f"read ceiling {layer}: FAILED (its sums differ from the weight's)")
+                continue
+            run, batch = layers.sample_graph(cupy, reader, None, copies, None, settings)
+            us = []
+            for r in range(settings["warmup"] + settings["samples"]):
+                s, e = cupy.cuda.Event(), cupy.cuda.Event()
+                s.record()
+                run()
+                e.record()
+                e.synchronize()
+                if r >= settings["warmup"]:
+                    us.append(cupy.cuda.get_elapsed_time(s, e) * 1e3 / batch)
+                    rows.append(key | {"round": r, "batch": batch, "us": us[-1], "ok": True})
+            rate = W.nbytes / statistics.median(us) / 1e3
+            log(f"read ceiling {layer} ({n} x {k}, {n_copies} copies): {rate:,.0f} GB/s")
+            del W, copies, out
+            cupy.get_default_memory_pool().free_all_blocks()
+    return pd.DataFrame(rows, columns=CEILING_COLUMNS)
