@@ -16,7 +16,7 @@ from gpumm.setup import catalog, paths
 pytestmark = pytest.mark.gpu
 
 # every build of the weight streams: MAX_M at its defaults, min, max and between (catalog params), and each tuning
-SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_mma", "bf16_stream_bulk")}
+SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_mma")}
 SELECTION["bf16_stream"] = {"MAX_M": [1, 3, 8, 16]}
 STREAMS = catalog.expand(SELECTION)
 

@@ -37,12 +37,9 @@ from gpumm.setup import catalog  # noqa: E402
 MMA16 = {"MAX_M": 16, "WARPS": 8, "CHUNKS": 2, "PIPE": 0}
 # "read": the weight read alone (the read_stream micro-benchmark), timed as the candidates: the size's ceiling
 READS = [("read_rows", "read", {"entry": "read_rows"}), ("read_grid8", "read", {"entry": "read_grid", "per_sm": 8})]
-BULK = [(f"bf16_stream_bulk_{t}", "race", {}) for t in ("k256s4", "k256s6", "k128s4", "k128s8", "k512s3")]
 CANDIDATES = {
-    1: [("split_m1_r2_w8", "split", {"MAX_M": 1, "ROWS": 2, "WARPS": 8}), ("bf16_stream_max_m1", "race", {})]
-    + BULK
-    + READS,
-    16: [("bf16_stream_mma_w8", "race", {}), ("bf16_stream_mma_w16", "race", {})] + BULK + READS[:1],
+    1: [("split_m1_r2_w8", "split", {"MAX_M": 1, "ROWS": 2, "WARPS": 8}), ("bf16_stream_max_m1", "race", {})] + READS,
+    16: [("bf16_stream_mma_w8", "race", {}), ("bf16_stream_mma_w16", "race", {})] + READS[:1],
     64: [("mma_t8_w8_u1_pipe", "mma", MMA16 | {"MAX_M": 64, "CHUNKS": 1, "PIPE": 1}), ("bf16_pingpong", "race", {})],
 }
 FILES = {"split": ("matmul_bf16/stream.cu", "bf16_stream"), "mma": ("matmul_bf16/stream_mma.cu", "bf16_stream_mma")}
