@@ -20,7 +20,8 @@
 #                                            `python -m gpumm archive --name NAME` (with its run.json), the
 #                                            stopping rule against the fixed count (tools/sampling_check.py,
 #                                            with SAMPLING_CHECK=1), the GPU tests and compute-sanitizer runs of
-#                                            the rungs RACE_CHECK names (a pytest -k expression), the paired
+#                                            the rungs RACE_CHECK names (a pytest -k expression), the model
+#                                            step's GPU tests MODEL_TESTS names (another), the paired
 #                                            step again with the order reversed and its GPU tests
 #                                            (PAIRED_REPEAT=1, tools/power/passes.py), and tars of the raw
 #                                            results,
@@ -201,6 +202,10 @@ PY
   if [ -n "${RACE_CHECK:-}" ]; then  # the new rungs: every test shape against float64, SASS, then the sanitizers
     rung_tests "$RACE_CHECK" "$(left 150)"
     rung_sanitizers "$RACE_CHECK" left 90
+  fi
+  if [ -n "${MODEL_TESTS:-}" ]; then  # the model step's GPU tests MODEL_TESTS names (a pytest -k expression)
+    timeout "$(left 120)" python3 -m pytest -m gpu -q tests/run/test_gpu_model.py -k "$MODEL_TESTS" 2>&1 \
+      | tee "$LOG/pytest-model.txt" | tail -3
   fi
   if [ -n "${GPU_TESTS:-}" ]; then  # every GPU test, in what is left of the call
     timeout "$(left 400)" python3 -m pytest -m gpu -q tests/run/test_gpu.py 2>&1 | tee "$LOG/pytest-gpu.txt" | tail -6
