@@ -230,3 +230,10 @@ def test_a_step_without_the_ceiling_leaves_reach_unknown(run):
     t = layers.tables(run, GPU)
     assert t["model_ceiling"].empty and list(t["model_ceiling"].columns) == layers.CEILING
     assert t["model_dispatch"].reachable.isna().all()
+
+
+def test_a_replayed_archive_without_the_ceiling_has_a_note_in_its_place_and_no_ceiling(run):
+    note = run / "raw" / "model" / "ceiling.csv"
+    pd.DataFrame([{"status": "not measured", "reason": "not in the archived run h100"}]).to_csv(note, index=False)
+    t = layers.tables(run, GPU)
+    assert t["model_ceiling"].empty and t["model_dispatch"].reachable.isna().all()

@@ -362,3 +362,27 @@ def test_collect_refuses_samples_that_changed_since_their_step(tmp_path, monkeyp
     ):
         tables.collect([naive], results, tmp_path / "tables")
     assert not (tmp_path / "tables" / "summary.csv").exists()
+
+
+def test_an_archive_keeps_every_file_a_step_says_it_wrote(tmp_path):
+    """KEEP_RAW and the files a step's meta.json lists: the model step's ceiling.csv is kept though KEEP_RAW does
+    not name it; a file no list names (scratch.bin) is not; a step whose meta.json lists no files keeps KEEP_RAW's."""
+    import json
+
+    from gpumm.archive import reference
+
+    results = tmp_path / "results"
+    step = results / "raw" / "model"
+    step.mkdir(parents=True)
+    for name in ("samples.csv", "ceiling.csv", "scratch.bin"):
+        (step / name).write_text("x\n")
+    (step / "meta.json").write_text(json.dumps({"files": {"samples.csv": {}, "ceiling.csv": {}}}))
+    older = results / "raw" / "other"
+    older.mkdir()
+    (older / "samples.csv").write_text("x\n")
+    (older / "extra.csv").write_text("x\n")
+    (older / "meta.json").write_text(json.dumps({"step": "older"}))
+    (results / "raw" / "provenance.json").write_text(json.dumps({"data_source": {"mode": "measure"}}))
+    dest = reference.write(results, tmp_path / "ref", name="gpu")
+    assert sorted(f.name for f in (dest / "raw" / "model").iterdir()) == ["ceiling.csv", "meta.json", "samples.csv"]
+    assert sorted(f.name for f in (dest / "raw" / "other").iterdir()) == ["meta.json", "samples.csv"]

@@ -117,8 +117,8 @@ def read_table(read: pd.DataFrame) -> pd.DataFrame:
 def ceiling_table(samples: pd.DataFrame | None, rate: float) -> pd.DataFrame:
     """Each layer's weight read alone (the model step's ``ceiling.csv``; none in an archive made before it): the
     median of its samples, its rate, and that rate's share of the read rate. A weight whose sums did not check has
-    no time."""
-    if samples is None or samples.empty:
+    no time. An archive's note in its place (a replay of a run made before it) is none."""
+    if samples is None or samples.empty or "us" not in samples:
         return pd.DataFrame(columns=CEILING)
     keys = ["layer", "N", "K", "bytes", "copies"]
     ok = samples[samples.ok.astype(bool)]

@@ -258,7 +258,7 @@ def write(results: Path, root: Path = paths.REFERENCE, name: str | None = None) 
     shutil.rmtree(tmp, ignore_errors=True)
     for sub, keep in (("raw", KEEP_RAW), ("build", KEEP_BUILD)):
         for d in sorted((results / sub).glob("*/")):
-            for f in keep:
+            for f in keep + (_written(d) if sub == "raw" else ()):
                 if (d / f).is_file():
                     (tmp / sub / d.name).mkdir(parents=True, exist_ok=True)
                     if f in PACKED:
@@ -278,6 +278,18 @@ def write(results: Path, root: Path = paths.REFERENCE, name: str | None = None) 
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return dest
+
+
+def _written(step: Path) -> tuple[str, ...]:
+    """The files a step's meta.json says it wrote (its ``files``), kept beside KEEP_RAW: a file a step starts to
+    write is archived without a change here (the model step's ceiling.csv was not, in the first archive that had
+    it)."""
+    try:
+        meta = json.loads((step / "meta.json").read_text())
+    except (OSError, ValueError):
+        return ()
+    listed = meta.get("files") if isinstance(meta, dict) else None
+    return tuple(f for f in listed if "/" not in f and f not in KEEP_RAW) if isinstance(listed, dict) else ()
 
 
 def pack_file(src: Path, dst: Path) -> None:

@@ -80,7 +80,8 @@ STUDY_FILES = {
     "overhead": [("raw", "overhead", "samples.csv")],
     "hierarchy": [("raw", "hierarchy", "samples.csv")],
     "paired": [("raw", "paired", "samples.csv"), ("raw", "paired", "meta.json")],
-    "model": [("raw", "model", f) for f in ("samples.csv", "checks.csv", "shapes.csv", "read.csv", "meta.json")]
+    "model": [("raw", "model", f) for f in ("samples.csv", "checks.csv", "shapes.csv", "read.csv", "ceiling.csv")]
+    + [("raw", "model", "meta.json")]
     + [
         ("raw", step, f)
         for step in ("model-dispatch", "model-fp32", "model-fp32-dispatch")
