@@ -327,7 +327,7 @@ def cmd_layers(args):
     else:
         held = [t for t in spec.get("held_out", []) if t not in spec["tokens"]] if args.tokens == "all" else []
         # fewest tokens first: the decode shapes before the prefill ones heat the card (the H100 archive of
-        # 2026-11-28 timed the output layer at one token after the logits at 8192: 7 of its 10 samples 15%
+        # 66a8a07 timed the output layer at one token after the logits at 8192: 7 of its 10 samples 15%
         # slower than the other 3, its SM clock down to 1,410 MHz)
         shapes = sorted(layers.shapes({**spec, "tokens": spec["tokens"] + held}), key=lambda s: s["M"])
     ids = [k for k in args.kernels.split(",") if k]
