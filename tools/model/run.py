@@ -9,7 +9,9 @@ from results/build.
 
 Per shape: every kernel verified first, output poisoned with NaN: the exact check (small integers, exact in BF16
 and in FP32 sums) and the rounding check (random BF16 values) against the float64 product, on the GPU; a kernel
-that fails is reported, not timed. Then timed in CUDA graphs of L launches, each launch on the next of C copies of
+that fails is reported, not timed. A read candidate (the weight read alone) has its block sums checked against the
+weight's instead (the calls of data/checks/model-decode-ceiling-h100 and -bulk-h100 ran before that check).
+Then timed in CUDA graphs of L launches, each launch on the next of C copies of
 the weight (cold: C copies over at least 3 times the L2, so no launch finds its weight in the L2; warm: one copy),
 15 samples after 3 warm-up graphs; per launch = the graph's time / L. The DRAM bound is the shape's bytes over the
 read rate the model step measures (gpumm.run.reads.read_rate: the read_stream micro-benchmark and the copy).
@@ -92,8 +94,13 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str):
             else:
                 sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
                 grid, extra = (sms * d["per_sm"],), (np.int64(words),)
-            out = cupy.empty(grid[0], dtype=cupy.uint32)
-            return name, lambda A, W, C: lambda: fn(grid, (256,), (W, out, *extra))
+            out = cupy.zeros(grid[0], dtype=cupy.uint32)
+
+            def bind(A, W, C):
+                return lambda: fn(grid, (256,), (W, out, *extra))
+
+            bind.out = out  # its block sums, for read_checked
+            return name, bind
         if kind == "warp":  # 8 warps of ROWS rows a block: (A, W, C, N, K)
             fn, grid, block = mod.get_function(f"stream_m{m}_r{d['ROWS']}"), (math.ceil(n / d["ROWS"] / 8),), (256,)
             return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(n), np.int32(k)))
@@ -122,6 +129,14 @@ def verified(cupy, bind, m: int, n: int, k: int) -> str:
         if not check.ok:
             return check.reason
     return ""
+
+
+def read_checked(cupy, bind, n: int, k: int) -> str:
+    """'' when a read candidate's block sums add up to the weight's (mod 2^32) on random words, else why not."""
+    W = cupy.random.randint(0, 1 << 31, size=(n, k // 2), dtype=cupy.int32).view(cupy.uint16)
+    bind(None, W, None)()
+    ok = reads.sum_mod32(cupy, bind.out) == reads.sum_mod32(cupy, W)
+    return "" if ok else "its sums differ from the weight's"
 
 
 def timed(cupy, bind, A, copies: list, m: int, n: int) -> list[float]:
@@ -181,7 +196,8 @@ def main() -> None:
         weight = verify.bf16_random_inputs(13, 8, n, k, cupy)[1]
         cold = [weight] + [weight.copy() for _ in range(max(1, math.ceil(3 * l2 / weight.nbytes)))]
         for kernel, bind in launchers(cupy, mod, read_mod, m, n, k, arch):
-            why = "" if kernel.startswith("read_") else verified(cupy, bind, m, n, k)
+            is_read = kernel.startswith("read_")
+            why = read_checked(cupy, bind, n, k) if is_read else verified(cupy, bind, m, n, k)
             if why:
                 rows.append(
                     {"layer": s.layer, "M": m, "N": n, "K": k, "kernel": kernel, "status": "failed"} | {"reason": why}

@@ -319,14 +319,19 @@ def collected_inputs(wildcards):
 
 # the model steps' files (gpumm.run.layers): the fitted shapes, the dispatcher on every shape, then FP32's fit
 # shapes and its dispatcher on the held-out shapes and the layers
-MODEL_RAW = [
-    f"results/raw/model/{f}"
-    for f in ("samples.csv", "checks.csv", "shapes.csv", "read.csv", "meta.json")
-] + [
-    f"results/raw/{step}/{f}"
-    for step in ("model-dispatch", "model-fp32", "model-fp32-dispatch")
-    for f in ("samples.csv", "checks.csv", "shapes.csv", "meta.json")
-]
+MODEL_STEP_RAW = {
+    step: [
+        f"results/raw/{step}/{f}" for f in ("samples.csv", "checks.csv", "shapes.csv")
+    ]
+    + (
+        ["results/raw/model/read.csv", "results/raw/model/ceiling.csv"]
+        if step == "model"
+        else []
+    )
+    + [f"results/raw/{step}/meta.json"]
+    for step in ("model", "model-dispatch", "model-fp32", "model-fp32-dispatch")
+}
+MODEL_RAW = [f for files in MODEL_STEP_RAW.values() for f in files]
 
 
 def archived(*prefixes):

@@ -17,7 +17,7 @@ if MODEL_ON and MODE == "measure":
             ],
             read="results/build/read_stream/kernel.cubin",
         output:
-            MODEL_RAW[:5],
+            MODEL_STEP_RAW["model"],
         log:
             "results/logs/measure/model.log",
         conda:
@@ -59,7 +59,7 @@ if MODEL_ON and MODE == "measure":
                 if VARIANTS[v].is_cuda
             ],
         output:
-            MODEL_RAW[5:9],
+            MODEL_STEP_RAW["model-dispatch"],
         log:
             "results/logs/measure/model-dispatch.log",
         conda:
@@ -85,7 +85,7 @@ if MODEL_ON and MODE == "measure":
                 if VARIANTS[v].is_cuda
             ],
         output:
-            MODEL_RAW[9:13],
+            MODEL_STEP_RAW["model-fp32"],
         log:
             "results/logs/measure/model-fp32.log",
         conda:
@@ -127,7 +127,7 @@ if MODEL_ON and MODE == "measure":
                 if VARIANTS[v].is_cuda
             ],
         output:
-            MODEL_RAW[13:],
+            MODEL_STEP_RAW["model-fp32-dispatch"],
         log:
             "results/logs/measure/model-fp32-dispatch.log",
         conda:

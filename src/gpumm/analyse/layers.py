@@ -3,7 +3,7 @@ shapes) and results/raw/model-dispatch (the dispatcher and cuBLAS BF16 on every 
 
 - ``model_read``: the card's read rate, each pattern of the read_stream micro-benchmark and the device copy;
 - ``model_ceiling``: each layer's weight read alone (cold, timed as the kernels), its rate and its share of the
-  read rate: the most of the DRAM bound a kernel reading the weight once can reach at that size;
+  read rate: about the most of the DRAM bound a kernel reading the weight once can be expected to reach at that size;
 - ``model_shapes``: every shape with its bytes, flops, the DRAM bound (bytes over the best read rate), the tensor
   bound (flops over the BF16 peak at the run's clock), the regime the larger names, and whether it was fitted;
 - ``model_rates``: each kernel's median per shape and weights (cold; warm where timed), its rate and its shares

@@ -72,7 +72,7 @@ TABLES = {
     "model_ceiling": (
         "gpumm.analyse.layers",
         "each model layer's weight read alone, cold, timed as the kernels: its rate and share of the read rate, "
-        "the most of the DRAM bound a kernel reading the weight once can reach at that size",
+        "about the most of the DRAM bound a kernel reading the weight once can be expected to reach at that size",
     ),
     "model_shapes": (
         "gpumm.analyse.layers",
