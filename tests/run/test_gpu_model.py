@@ -146,12 +146,12 @@ def test_a_weight_read_alone_checks_its_sums_and_is_timed_cold(read_cubin):
 
 def test_a_read_that_misses_rows_fails_its_sums_and_is_not_timed(read_cubin, monkeypatch):
     """The sums can fail: a read of all rows but the last (one block short) is refused, no time kept."""
-    real = reads._WeightRead.__init__
+    real = reads.WeightRead.__init__
 
     def short(self, fn, n, k, out):
         real(self, fn, n - 1, k, out)
 
-    monkeypatch.setattr(reads._WeightRead, "__init__", short)
+    monkeypatch.setattr(reads.WeightRead, "__init__", short)
     c = reads.ceiling(read_cubin, [("short", 512, 4096)], {"samples": 2, "warmup": 0}, log=lambda *_: None)
     assert c.ok.tolist() == [False] and c.us.isna().all()
 

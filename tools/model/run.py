@@ -79,7 +79,7 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str):
     """(name, bind(A, W, C) -> launch) of each candidate for m tokens and of cuBLAS BF16 (FP32 out and compute);
     "read": the weight read alone by the read_stream micro-benchmark (module `read`), A and C untouched: the fastest
     a kernel that reads the weight once could go at this size."""
-    from gpumm.run.launch import Launcher
+    from gpumm.run.launch import Launcher, sm_count
     from gpumm.setup import catalog
 
     def candidate(name: str, kind: str, d: dict):
@@ -88,19 +88,19 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str):
             return name, lambda A, W, C: race.bind(A, W, C)
         if kind == "read":
             fn = read.get_function(d["entry"])
-            words = n * k // 8  # 16-byte words of the weight
-            if d["entry"] == "read_rows":
-                grid, extra = (n,), (np.int64(n), np.int32(k // 8))
-            else:
-                sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-                grid, extra = (sms * d["per_sm"],), (np.int64(words),)
-            out = cupy.zeros(grid[0], dtype=cupy.uint32)
+            if d["entry"] == "read_rows":  # as the model step's ceiling reads it: a block a row
+                out = cupy.zeros(n, dtype=cupy.uint32)
+                bind = reads.WeightRead(fn, n, k, out).bind
+            else:  # a grid-stride stream over the weight's 16-byte words
+                grid, words = (sm_count() * d["per_sm"],), np.int64(n * k // 8)
+                out = cupy.zeros(grid[0], dtype=cupy.uint32)
 
-            def bind(A, W, C):
-                return lambda: fn(grid, (256,), (W, out, *extra))
+                def bind(A, W, C):
+                    return lambda: fn(grid, (256,), (W, out, words))
 
-            bind.out = out  # its block sums, for read_checked
-            return name, bind
+            reader = lambda A, W, C: bind(A, W, C)  # noqa: E731
+            reader.out = out  # its block sums, for read_checked
+            return name, reader
         if kind == "warp":  # 8 warps of ROWS rows a block: (A, W, C, N, K)
             fn, grid, block = mod.get_function(f"stream_m{m}_r{d['ROWS']}"), (math.ceil(n / d["ROWS"] / 8),), (256,)
             return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(n), np.int32(k)))
@@ -132,11 +132,11 @@ def verified(cupy, bind, m: int, n: int, k: int) -> str:
 
 
 def read_checked(cupy, bind, n: int, k: int) -> str:
-    """'' when a read candidate's block sums add up to the weight's (mod 2^32) on random words, else why not."""
-    W = cupy.random.randint(0, 1 << 31, size=(n, k // 2), dtype=cupy.int32).view(cupy.uint16)
+    """'' when a read candidate's block sums (``bind.out``) add up to the weight's (mod 2^32) on random words, else
+    why not."""
+    W = reads.random_weight(cupy, n, k)
     bind(None, W, None)()
-    ok = reads.sum_mod32(cupy, bind.out) == reads.sum_mod32(cupy, W)
-    return "" if ok else "its sums differ from the weight's"
+    return "" if reads.sum_mod32(cupy, bind.out) == reads.sum_mod32(cupy, W) else "its sums differ from the weight's"
 
 
 def timed(cupy, bind, A, copies: list, m: int, n: int) -> list[float]:

@@ -72,7 +72,7 @@ def _copy(cupy, words: int, log) -> dict:
     return row
 
 
-class _WeightRead:
+class WeightRead:
     """The weight read alone, as a launcher for gpumm.run.layers.sample_graph: ``bind(A, W, C)`` reads W's N rows
     whole with read_rows (a block of 256 threads a row), A and C untouched."""
 
@@ -82,6 +82,11 @@ class _WeightRead:
     def bind(self, A, W, C):
         args = (W, self.out, np.int64(self.n), np.int32(self.k // 8))
         return lambda: self.fn((self.n,), (256,), args)
+
+
+def random_weight(cupy, n: int, k: int):
+    """An N x K weight of random 16-bit words (K even), for a read whose sums are checked."""
+    return cupy.random.randint(0, 1 << 31, size=(n, k // 2), dtype=cupy.int32).view(cupy.uint16)
 
 
 def sum_mod32(cupy, x) -> int:
@@ -121,11 +126,11 @@ def ceiling(cubin: Path, weights: list[tuple[str, int, int]], settings: dict, lo
 
 def _one_ceiling(cupy, fn, key: dict, l2: int, settings: dict, log) -> list[dict]:
     n, k = key["N"], key["K"]
-    W = cupy.random.randint(0, 1 << 31, size=(n, k // 2), dtype=cupy.int32).view(cupy.uint16)  # random words
+    W = random_weight(cupy, n, k)
     key = key | {"copies": layers.copies_for(W.nbytes, l2, settings["cold_factor"])}
     copies = [W] + [W.copy() for _ in range(key["copies"] - 1)]
     out = cupy.zeros(n, dtype=cupy.uint32)
-    reader = _WeightRead(fn, n, k, out)
+    reader = WeightRead(fn, n, k, out)
     want = sum_mod32(cupy, W)
     reader.bind(None, W, None)()
     if sum_mod32(cupy, out) != want:
