@@ -94,3 +94,29 @@ def test_the_model_step_times_the_fewest_tokens_first(monkeypatch, tmp_path):
     args = Namespace(model=model, tokens="all", kernels="cublas_bf16", timed="", rule=None, read_cubin=None)
     commands.cmd_layers(Namespace(**vars(args), fp32=False, seed=0, out_dir=str(tmp_path)))
     assert seen == [("a", 1), ("b", 1), ("a", 8), ("b", 8), ("a", 1024), ("b", 1024)]
+
+
+class _Clock:
+    """time.perf_counter for heat(): each reading 10 ms after the one before."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        self.t += 0.01
+        return self.t
+
+
+def test_heat_runs_rounds_of_every_member_in_turn_until_its_seconds_are_spent_and_none_for_zero(monkeypatch):
+    import types
+
+    synced = []
+    stream = types.SimpleNamespace(synchronize=lambda: synced.append(1))
+    cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(get_current_stream=lambda: stream))
+    ran = []
+    runs = [(m, "cold", 2, (lambda m=m: ran.append(m)), 1) for m in ("a", "b")]
+    monkeypatch.setattr(layers.time, "perf_counter", _Clock())
+    assert layers.heat(cupy, runs, 0.0) == {"heat_s": 0.0, "heat_rounds": 0} and ran == []
+    got = layers.heat(cupy, runs, 0.05)
+    assert got["heat_rounds"] == len(synced) >= 3 and got["heat_s"] >= 0.05
+    assert ran[:4] == ["a", "b", "b", "a"] and len(ran) == 2 * got["heat_rounds"]  # the order reversed in turn

@@ -2,8 +2,9 @@
 
 As cuBLAS's heuristics do, the rule maps a shape (M tokens against an N x K weight) to one kernel build of the
 catalog, and it is computed, not typed: from the model step's cold-weight samples at the *fitted* shapes (the
-configuration's ``model.tokens`` on every layer), each shape's verified members ranked by their median time
-against the reference's (the FP32 rule: the worse of cold and warm, where B fits in the L2). A
+configuration's ``model.tokens`` on every layer), each shape's verified members ranked by their paired cost: the
+median over the rounds of their time against the reference's in the same round (the FP32 rule: the worse of cold
+and warm, where B fits in the L2). A
 shape, fitted or not, takes the ranking of the nearest fitted shape, nearness measured in octaves of M (counted
 four times: the tokens decide the regime), N and K, and in it the first kernel whose build takes its M (the
 catalog's ``MAX_M``); a shape between two fitted token counts of its layer takes the kernel ranked at both whose
@@ -43,6 +44,7 @@ __all__ = [
     "load",
     "max_m_of",
     "origin",
+    "paired_cost",
     "pick",
     "same",
     "tile_of",
@@ -64,16 +66,17 @@ def fit(
     blocks: dict[str, dict | None] | None = None,
     sms: int | None = None,
 ) -> dict:
-    """The rule from the model step's samples and checks: for each fitted shape, its members that passed both
-    checks, best first by their cost there, the worst over ``regimes`` (the weights cold, and warm where the step
-    timed it) of their median against the reference's in the same regime. The reference (cuBLAS BF16, or SGEMM for
-    FP32) is measured beside them but never picked: the rule chooses among this project's kernels. The BF16 rule is
-    fitted cold (its goals are); the FP32 rule on both regimes, as its goal holds it to both. ``m_weight``: how
-    much an octave of M counts against one of N or K (default ``M_WEIGHT``: the tokens decide the regime). With
-    ``tiles`` (each kernel's block tile of C, [BM, BN] or None: the FP32 rule), the rule keeps them and each fitted
-    shape's costs, and a pick re-ranks the nearest shape's kernels by how fully their tiles cover the asked shape
-    (``pick``); with ``blocks`` (each kernel's blocks a tile, its cluster, and whether its grid is one block per
-    SM) and ``sms`` (the GPU's SMs) as well, by the work of the SM with the most blocks (``gpumm.run.rule.load``)."""
+    """The rule from the model step's samples and checks: for each fitted shape, its members that passed both checks,
+    best first by their cost there, the worst over ``regimes`` (the weights cold, and warm where the step timed it)
+    of their paired cost against the reference in the same regime (``paired_cost``). The reference (cuBLAS BF16, or
+    SGEMM for FP32) is measured beside them but never picked: the rule chooses among this project's kernels. The
+    BF16 rule is fitted cold (its goals are); the FP32 rule on both regimes, as its goal holds it to both.
+    ``m_weight``: how much an octave of M counts against one of N or K (default ``M_WEIGHT``: the tokens decide the
+    regime). With ``tiles`` (each kernel's block tile of C, [BM, BN] or None: the FP32 rule), the rule keeps them
+    and each fitted shape's costs, and a pick re-ranks the nearest shape's kernels by how fully their tiles cover
+    the asked shape (``pick``); with ``blocks`` (each kernel's blocks a tile, its cluster, and whether its grid is
+    one block per SM) and ``sms`` (the GPU's SMs) as well, by the work of the SM with the most blocks
+    (``gpumm.run.rule.load``)."""
     timed = samples[samples.weights.isin(regimes) & (samples.kernel != "dispatch")]
     at = ["layer", "M", "N", "K", "kernel"]  # a shape is its layer and M x N x K (FP32's fit shapes share a layer)
     failed = set(map(tuple, checks[checks.status == "failed"][at].values))
@@ -82,17 +85,13 @@ def fit(
         kernels = sorted(set(g.kernel) - {reference})
         if not kernels:
             continue
-        med = g.groupby(["weights", "kernel"]).us.median()
-        ref = {w: med[(w, reference)] for w in regimes if (w, reference) in med.index}
+        med = paired_cost(g, reference)
+        ref = [w for w in regimes if (w, reference) in med.index]
         if not ref:
             continue  # the reference failed its check here: no cost to rank by (the checks table says so)
-        # a kernel's cost: its worse time against the reference's over the regimes the reference was timed in;
-        # a kernel not timed in one of them is not ranked
-        cost = {
-            kid: max(med[(w, kid)] / r for w, r in ref.items())
-            for kid in kernels
-            if all((w, kid) in med.index for w in ref)
-        }
+        # a kernel's cost: its worse paired cost over the regimes the reference was timed in; a kernel not timed
+        # in one of them is not ranked
+        cost = {kid: max(med[(w, kid)] for w in ref) for kid in kernels if all((w, kid) in med.index for w in ref)}
         ranking = [kid for kid in sorted(cost, key=cost.get) if (layer, m, n, k, kid) not in failed]
         points.append({"layer": layer, "M": int(m), "N": int(n), "K": int(k), "ranking": ranking})
         points[-1]["cost"] = {kid: float(cost[kid]) for kid in ranking}
@@ -108,6 +107,19 @@ def fit(
     if tuple(regimes) != ("cold",):
         rule["regimes"] = list(regimes)
     return rule
+
+
+def paired_cost(g: pd.DataFrame, reference: str) -> pd.Series:
+    """Each kernel's cost at one shape, by regime ((weights, kernel) -> cost): the inverse of the median over the
+    rounds of the reference's time over the kernel's in the same round, the statistic the goals hold a pick to
+    (``round_ratio``, gpumm.analyse.layers), so the rule ranks kernels as their goals will judge them. A ratio of
+    whole medians pairs one kernel's rounds with another's other rounds: where the clock moves between rounds
+    (the power cap) it ranks on samples taken in different power states. The reference's own cost is 1."""
+    per = g.pivot_table(index=["weights", "round"], columns="kernel", values="us")
+    if reference not in per:
+        return pd.Series(dtype=float)  # the reference not timed here (failed its check): nothing to rank by
+    ratios = per.rdiv(per[reference], axis=0)  # the reference's time over each kernel's, round by round
+    return (1.0 / ratios.groupby(level="weights").median()).stack().dropna()
 
 
 def fit_fp32(

@@ -12,7 +12,9 @@ that takes it (its build's ``MAX_M`` at least M; the TMA's rule on K):
    weight fits in the L2, the number a benchmark of one buffer would show;
 3. **rounds**: one sample of every member (a CUDA graph of ``batch`` launches, at least ``sample_ms`` long) per
    round, back to back, the order reversed every other round, ``warmup`` rounds not kept then ``samples`` kept:
-   every member is timed in the same power state as the reference (paired, as the race), whatever M is.
+   every member is timed in the same power state as the reference (paired, as the race), whatever M is. At
+   ``heat_from_tokens`` tokens or more (the prefill end, where the products reach the power cap) rounds of heat
+   come first, ``heat_s`` seconds of them not kept (``heat``), as the paired step's: its sustained state.
 
 The plan's ``op`` is ``matmul_bf16`` (the model's own: A the tokens, Bt the weight N x K, cuBLAS BF16 the
 reference) or ``matmul`` (FP32 through the same steps, the ladder's kernels and cuBLAS SGEMM: B = the weight as
@@ -36,6 +38,7 @@ from gpumm.run import clocks, operations, pairing, timing, verify
 from gpumm.run.rule import pick
 
 SETTINGS = {"samples": 10, "warmup": 2, "sample_ms": 2.0, "max_batch": 200, "cold_factor": 3.0}
+SETTINGS |= {"heat_s": 0.5, "heat_from_tokens": 1024}  # the prefill shapes' rounds in the sustained state
 SAMPLE_COLUMNS = ["layer", "M", "N", "K", "kernel", "picks", "weights", "copies", "round", "batch", "us"]
 CHECK_COLUMNS = ["layer", "M", "N", "K", "kernel", "picks", "status", "check", "max_rel_err", "tolerance", "reason"]
 
@@ -205,6 +208,7 @@ def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, W, shape, l2:
     rows = []
     if not runs:  # every member failed its checks
         return rows, {}
+    heated = heat(cupy, runs, settings["heat_s"] if M >= settings["heat_from_tokens"] else 0.0)
     watch = clocks.Watch()
     watch.start()
     for r in range(settings["warmup"] + settings["samples"]):
@@ -222,9 +226,26 @@ def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, W, shape, l2:
             us = cupy.cuda.get_elapsed_time(s, e) * 1e3 / batch
             rows.append({"kernel": mid, "picks": picks[mid], "weights": weights, "copies": n, "round": r})
             rows[-1] |= {"batch": batch, "us": us}
-    state = watch.stop()
+    state = watch.stop() | heated
     del cold, C, runs
     return rows, state
+
+
+def heat(cupy, runs: list, seconds: float) -> dict:
+    """Rounds of every member, none kept, for ``seconds`` (none for 0): the rounds that follow find the card in its
+    sustained state, at its power cap where the shape's kernels reach it, as the paired step's heat does. Without
+    them a prefill shape's rounds fell in the card's first 100 ms or so under load, where the power controller
+    moves the clock most: the h200 archive of 7903007 timed cuBLAS BF16 on the down layer at 8192 tokens at
+    1,337-1,421 us in the fitted step and 1,175-1,229 us in the dispatch step, and bf16_pingpong at 1.02 and 0.96
+    of it. (heat_s, heat_rounds): the seconds and rounds spent."""
+    started, r = time.perf_counter(), 0
+    stream = cupy.cuda.get_current_stream()
+    while time.perf_counter() - started < seconds:
+        for run in pairing.order(runs, r):
+            run[3]()
+        stream.synchronize()
+        r += 1
+    return {"heat_s": round(time.perf_counter() - started, 3) if r else 0.0, "heat_rounds": r}
 
 
 def run(plan: dict, settings: dict, seed: int, log=print) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -265,7 +286,8 @@ def run(plan: dict, settings: dict, seed: int, log=print) -> tuple[pd.DataFrame,
         checks += [key | r for r in rows]
         samples += [key | r for r in done]
         shapes.append(key | {"members": len(picks), "failed": len(failed), "seconds": time.perf_counter() - started})
-        shapes[-1] |= {k: state.get(k) for k in ("sm_clock_mhz", "sm_clock_min_mhz", "power_mean_w", "throttled")}
+        keep = ("heat_s", "heat_rounds", "sm_clock_mhz", "sm_clock_min_mhz", "power_mean_w", "throttled")
+        shapes[-1] |= {k: state.get(k) for k in keep}
         del A, W
         cupy.get_default_memory_pool().free_all_blocks()
         med = {m: statistics.median(r["us"] for r in done if r["kernel"] == m and r["weights"] == "cold") for m in ok}
