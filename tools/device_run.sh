@@ -21,7 +21,8 @@
 #                                            stopping rule against the fixed count (tools/sampling_check.py,
 #                                            with SAMPLING_CHECK=1), the GPU tests and compute-sanitizer runs of
 #                                            the rungs RACE_CHECK names (a pytest -k expression), the model
-#                                            step's GPU tests MODEL_TESTS names (another), the paired
+#                                            step's GPU tests MODEL_TESTS names (another; compute-sanitizer
+#                                            on those MODEL_SANITIZE names), the paired
 #                                            step again with the order reversed and its GPU tests
 #                                            (PAIRED_REPEAT=1, tools/power/passes.py), and tars of the raw
 #                                            results,
@@ -206,6 +207,12 @@ PY
   if [ -n "${MODEL_TESTS:-}" ]; then  # the model step's GPU tests MODEL_TESTS names (a pytest -k expression)
     timeout "$(left 120)" python3 -m pytest -m gpu -q tests/run/test_gpu_model.py -k "$MODEL_TESTS" 2>&1 \
       | tee "$LOG/pytest-model.txt" | tail -3
+  fi
+  if [ -n "${MODEL_SANITIZE:-}" ]; then  # and compute-sanitizer on the model step's GPU tests MODEL_SANITIZE names
+    for tool in memcheck racecheck; do
+      timeout "$(left 60)" compute-sanitizer --tool $tool --error-exitcode 7 python3 -m pytest -m gpu -q \
+        tests/run/test_gpu_model.py -k "$MODEL_SANITIZE" 2>&1 | tee "$LOG/sanitize-model-$tool.txt" | tail -3
+    done
   fi
   if [ -n "${GPU_TESTS:-}" ]; then  # every GPU test, in what is left of the call
     timeout "$(left 400)" python3 -m pytest -m gpu -q tests/run/test_gpu.py 2>&1 | tee "$LOG/pytest-gpu.txt" | tail -6

@@ -194,11 +194,13 @@ def test_a_kernel_whose_code_changed_since_the_step_is_marked_stale(run):
 
 
 def _ceiling(run, rows: list[tuple]) -> None:
-    """The model step's ceiling.csv: (layer, us of each kept round) or (layer, None): sums that did not check."""
+    """The model step's ceiling.csv: (layer, us of each kept round) or (layer, None): sums that did not check; a
+    third item names the read pattern (read_rows by default)."""
     out = []
-    for layer, us in rows:
+    for layer, us, *pattern in rows:
         n, k = NK[layer]
-        key = {"layer": layer, "N": n, "K": k, "bytes": 2 * n * k, "copies": 4}
+        key = {"layer": layer, "N": n, "K": k, "pattern": (pattern or ["read_rows"])[0], "bytes": 2 * n * k}
+        key["copies"] = 4
         if us is None:
             out.append(key | {"round": -1, "batch": 0, "us": float("nan"), "ok": False})
         else:
@@ -213,6 +215,14 @@ def test_each_layers_weight_read_alone_is_its_share_of_the_read_rate(run):
     assert c.loc["a", "median_us"] == 13 and c.loc["a", "n"] == 3
     assert c.loc["a", "of_read"] == pytest.approx(2 * 4096 * 4096 / 13e-6 / 3.0e12)
     assert c.loc["b", "n"] == 0 and c.loc["b", "median_us"] != c.loc["b", "median_us"]  # no time, not a zero
+
+
+def test_each_layers_ceiling_is_its_faster_read_pattern_and_a_pattern_that_failed_is_not_it(run):
+    """a: two rows a block (12 µs) beats one (13); b: one row a block's sums wrong, two rows a block timed."""
+    _ceiling(run, [("a", [13.0] * 3), ("a", [12.0] * 3, "read_rows2"), ("b", None), ("b", [20.0] * 3, "read_rows2")])
+    c = layers.tables(run, GPU)["model_ceiling"].set_index("layer")
+    assert c.pattern.to_dict() == {"a": "read_rows2", "b": "read_rows2"}
+    assert c.median_us.to_dict() == {"a": 12.0, "b": 20.0}
 
 
 def test_a_decode_goal_is_out_of_reach_where_the_weight_read_alone_stays_under_it(run):

@@ -16,8 +16,9 @@ from gpumm.setup import catalog, paths
 pytestmark = pytest.mark.gpu
 
 # every build of the weight streams: MAX_M at its defaults, min, max and between (catalog params), and each tuning
-SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_mma")}
+SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_rows2", "bf16_stream_mma")}
 SELECTION["bf16_stream"] = {"MAX_M": [1, 3, 8, 16]}
+SELECTION["bf16_stream_rows2"] = {"MAX_M": [1, 3]}
 STREAMS = catalog.expand(SELECTION)
 
 
@@ -65,7 +66,10 @@ def test_a_weight_stream_uses_the_instruction_it_is_about(built, vid):
     sass = built[vid].binary.with_name("kernel.sass").read_text()
     ops = loops.opcodes(sass)
     hmma = sum(o.startswith("HMMA") for o in ops)
-    assert (hmma > 0) == (built[vid].variant.family != "bf16_stream"), (vid, hmma)  # the CUDA cores' stream: none
+    assert (hmma > 0) == (built[vid].variant.family not in ("bf16_stream", "bf16_stream_rows2")), (
+        vid,
+        hmma,
+    )  # the CUDA cores' stream: none
     assert not any(o.startswith(("LDL", "STL")) for o in ops), vid
 
 
@@ -75,7 +79,8 @@ def _plan(built, ids, shapes):
 
 def test_the_model_step_checks_times_cold_and_warm_and_pairs_the_reference(built, monkeypatch):
     """Two shapes: every member that takes each is checked then timed in every round; a weight that fits in the L2
-    is timed warm too; the copies of a cold weight hold 3 times the L2."""
+    is timed warm too; the copies of a cold weight hold 3 times the L2; heat rounds before the shape of
+    heat_from_tokens tokens, none before the other."""
     import cupy
 
     ids = ["bf16_stream_max_m1", "bf16_stream_mma_w8", "cublas_bf16"]
@@ -83,9 +88,8 @@ def test_the_model_step_checks_times_cold_and_warm_and_pairs_the_reference(built
     monkeypatch.setattr(
         layers, "_members", lambda plan: {i: layers.Member(i, built[i], layers.max_m(built[i].variant)) for i in ids}
     )
-    samples, checks, per = layers.run(
-        _plan(built, ids, shapes), {"samples": 4, "warmup": 1, "sample_ms": 0.5}, 3, log=lambda *_: None
-    )
+    timing = {"samples": 4, "warmup": 1, "sample_ms": 0.5, "heat_s": 0.2, "heat_from_tokens": 16}
+    samples, checks, per = layers.run(_plan(built, ids, shapes), timing, 3, log=lambda *_: None)
     assert (checks.status == "ok").all() and len(checks) == 2 * (3 + 2)  # M = 16: not the one-token build
     l2 = cupy.cuda.Device().attributes["L2CacheSize"]
     assert set(samples.weights) == {"cold", "warm"}  # 32 MiB: in an H100's or H200's L2
@@ -94,6 +98,8 @@ def test_the_model_step_checks_times_cold_and_warm_and_pairs_the_reference(built
     n = cold.groupby(["M", "kernel"]).size()
     assert n[(1, "bf16_stream_max_m1")] == 4 and (16, "bf16_stream_max_m1") not in n
     assert (samples.us > 0).all() and per.members.tolist() == [3, 2]
+    assert per.heat_rounds.tolist()[0] == 0 and per.heat_rounds.tolist()[1] > 0  # heat from 16 tokens on
+    assert per.heat_s.tolist()[0] == 0 and per.heat_s.tolist()[1] >= 0.2
 
 
 def test_a_member_that_fails_its_check_is_a_row_and_is_not_timed(built, monkeypatch):
@@ -133,27 +139,30 @@ def test_the_read_rate_checks_its_sums_and_reads_near_the_cards_rate(read_cubin)
 
 
 def test_a_weight_read_alone_checks_its_sums_and_is_timed_cold(read_cubin):
-    """Two weights (8 MiB and one of 4097 rows of 1032), cold copies over 3 times the L2, each sample a graph of
-    launches: every kept sample timed with its sums checked; a K that is not a multiple of 8 is left out."""
+    """Two weights (8 MiB and one of 4097 rows of 1032: an odd last row for two rows a block), each read by one
+    and by two rows a block, cold copies over 3 times the L2, each sample a graph of launches: every kept sample
+    timed with its sums checked; a K that is not a multiple of 8 is left out."""
     weights = [("small", 1024, 4096), ("odd", 4097, 1032), ("ragged", 64, 100)]
     c = reads.ceiling(read_cubin, weights, {"samples": 3, "warmup": 1}, log=lambda *_: None)
     assert set(c.layer) == {"small", "odd"} and c.ok.all()
-    assert c.groupby("layer").size().to_dict() == {"odd": 3, "small": 3}
+    assert c.groupby(["layer", "pattern"]).size().to_dict() == {
+        (layer, p): 3 for layer in ("odd", "small") for p in ("read_rows", "read_rows2")
+    }
     assert (c.us > 0).all() and (c.batch >= c.copies).all() and (c.copies >= 2).all()
     l2 = cupy_l2()
     assert (c.bytes * c.copies >= 3 * l2).all()
 
 
 def test_a_read_that_misses_rows_fails_its_sums_and_is_not_timed(read_cubin, monkeypatch):
-    """The sums can fail: a read of all rows but the last (one block short) is refused, no time kept."""
+    """The sums can fail: a read of all rows but the last block's (one or two rows) is refused, no time kept."""
     real = reads.WeightRead.__init__
 
-    def short(self, fn, n, k, out):
-        real(self, fn, n - 1, k, out)
+    def short(self, fn, n, k, out, rows=1):
+        real(self, fn, n - rows, k, out, rows)
 
     monkeypatch.setattr(reads.WeightRead, "__init__", short)
     c = reads.ceiling(read_cubin, [("short", 512, 4096)], {"samples": 2, "warmup": 0}, log=lambda *_: None)
-    assert c.ok.tolist() == [False] and c.us.isna().all()
+    assert c.ok.tolist() == [False, False] and c.us.isna().all()  # one row a block, and two
 
 
 def cupy_l2() -> int:

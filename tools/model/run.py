@@ -5,7 +5,9 @@ stream.cu, CUBIN), and the catalog's kernel files built here with other defines 
 inside a block (kernels/matmul_bf16/stream.cu), the tensor cores (stream_mma.cu); and catalog builds as they are,
 from results/build.
 
-    python tools/model/run.py CUBIN OUT_DIR [--tokens 1,16]
+    python tools/model/run.py CUBIN OUT_DIR [--tokens 1,16] [--candidates FILE]
+
+FILE (YAML): token count -> a list of [name, kind, defines], in place of CANDIDATES (data/checks/*/candidates.yaml).
 
 Per shape: every kernel verified first, output poisoned with NaN: the exact check (small integers, exact in BF16
 and in FP32 sums) and the rounding check (random BF16 values) against the float64 product, on the GPU; a kernel
@@ -75,7 +77,7 @@ def built(file: str, defines: dict, arch: str) -> Path:
     return out.with_suffix(".cubin")
 
 
-def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str):
+def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: dict | None = None):
     """(name, bind(A, W, C) -> launch) of each candidate for m tokens and of cuBLAS BF16 (FP32 out and compute);
     "read": the weight read alone by the read_stream micro-benchmark (module `read`), A and C untouched: the fastest
     a kernel that reads the weight once could go at this size."""
@@ -111,7 +113,7 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str):
         return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(m), np.int32(n), np.int32(k)))
 
     lib = Launcher(catalog.from_id("cublas_bf16"))
-    found = [candidate(*c) for c in CANDIDATES[m]]
+    found = [candidate(*c) for c in (candidates or CANDIDATES)[m]]
     return [*found, ("cublas_bf16", lambda A, W, C: lib.bind(A, W, C, scratch=cupy.empty))]
 
 
@@ -171,7 +173,14 @@ def main() -> None:
     p.add_argument("cubin")
     p.add_argument("out")
     p.add_argument("--tokens", default="1,16")
+    p.add_argument("--candidates", type=Path, help="YAML: token count -> [[name, kind, defines], ...]")
     args = p.parse_args()
+    chosen = None
+    if args.candidates:
+        chosen = {
+            int(m): [(c[0], c[1], dict(c[2] or {})) for c in v]
+            for m, v in yaml.safe_load(args.candidates.read_text()).items()
+        }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     mod = cupy.RawModule(path=args.cubin)
@@ -195,7 +204,7 @@ def main() -> None:
         A = verify.bf16_random_inputs(11, m, 8, k, cupy)[0]
         weight = verify.bf16_random_inputs(13, 8, n, k, cupy)[1]
         cold = [weight] + [weight.copy() for _ in range(max(1, math.ceil(3 * l2 / weight.nbytes)))]
-        for kernel, bind in launchers(cupy, mod, read_mod, m, n, k, arch):
+        for kernel, bind in launchers(cupy, mod, read_mod, m, n, k, arch, chosen):
             is_read = kernel.startswith("read_")
             why = read_checked(cupy, bind, n, k) if is_read else verified(cupy, bind, m, n, k)
             if why:

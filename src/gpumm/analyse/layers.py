@@ -32,7 +32,7 @@ RATES = ["layer", "M", "N", "K", "kernel", "role", "picks", "weights", "step", "
 RATES += ["tflops", "gbps", "of_bound", "of_dram", "of_tensor", "of_reference", "round_ratio", "stale"]
 DISPATCH = ["layer", "M", "N", "K", "fitted", "kernel", "from", "median_us", "reference_us", "of_reference"]
 DISPATCH += ["round_ratio", "of_bound", "regime", "goal", "met", "ceiling", "reachable"]
-CEILING = ["layer", "N", "K", "bytes", "copies", "n", "median_us", "q1_us", "q3_us", "gbps", "of_read"]
+CEILING = ["layer", "N", "K", "pattern", "bytes", "copies", "n", "median_us", "q1_us", "q3_us", "gbps", "of_read"]
 TOKENS = ["phase", "M", "kernel", "step_us", "per_token_us", "reference_step_us", "of_reference"]
 CROSSOVER = ["layer", "N", "K", "crossover_m"]
 DECODE, PREFILL_FROM = (1, 16), 1024
@@ -116,11 +116,15 @@ def read_table(read: pd.DataFrame) -> pd.DataFrame:
 
 def ceiling_table(samples: pd.DataFrame | None, rate: float) -> pd.DataFrame:
     """Each layer's weight read alone (the model step's ``ceiling.csv``; none in an archive made before it): the
-    median of its samples, its rate, and that rate's share of the read rate. A weight whose sums did not check has
-    no time. An archive's note in its place (a replay of a run made before it) is none."""
+    median of its samples, its rate, and that rate's share of the read rate, by the faster of the step's read
+    patterns at that layer (one or two rows a block; an archive made before the second has only the first). A
+    weight whose sums did not check has no time. An archive's note in its place (a replay of a run made before it)
+    is none."""
     if samples is None or samples.empty or "us" not in samples:
         return pd.DataFrame(columns=CEILING)
-    keys = ["layer", "N", "K", "bytes", "copies"]
+    if "pattern" not in samples:
+        samples = samples.assign(pattern="read_rows")
+    keys = ["layer", "N", "K", "pattern", "bytes", "copies"]
     ok = samples[samples.ok.astype(bool)]
     g = ok.groupby(keys, sort=False).us
     t = pd.DataFrame({"n": g.size(), "median_us": g.median(), "q1_us": g.quantile(0.25), "q3_us": g.quantile(0.75)})
@@ -128,7 +132,8 @@ def ceiling_table(samples: pd.DataFrame | None, rate: float) -> pd.DataFrame:
     t["n"] = t.n.fillna(0).astype(int)
     t["gbps"] = t["bytes"] / t.median_us / 1e3
     t["of_read"] = t.gbps * 1e9 / rate
-    return t[CEILING]
+    best = t.sort_values("median_us", na_position="last").drop_duplicates("layer")  # the faster pattern per layer
+    return t.loc[sorted(best.index)][CEILING].reset_index(drop=True)
 
 
 def shape_table(spec: dict, per_shape: pd.DataFrame, samples: pd.DataFrame, rate: float, peak: float):

@@ -6,6 +6,7 @@ Both run the read_stream micro-benchmark (kernels/memory/read_stream.cu: 16-byte
 written out) and check its sums before any time counts.
 """
 
+import itertools
 import math
 import statistics
 from pathlib import Path
@@ -17,14 +18,17 @@ from gpumm.run import layers
 from gpumm.run.launch import sm_count
 
 READ_PATTERNS = [("read_grid", 4), ("read_grid", 8), ("read_rows", 512), ("read_rows", 1792)]
-CEILING_COLUMNS = ["layer", "N", "K", "bytes", "copies", "round", "batch", "us", "ok"]
+READ_PATTERNS += [("read_rows2", 512), ("read_rows2", 1792)]
+ROWS_A_BLOCK = {"read_rows": 1, "read_rows2": 2}  # the whole-row patterns, and how many rows a block reads at once
+CEILING_COLUMNS = ["layer", "N", "K", "pattern", "bytes", "copies", "round", "batch", "us", "ok"]
 
 
 def read_rate(cubin: Path, log=print) -> pd.DataFrame:
     """The read_stream micro-benchmark's patterns and the device copy over 2 GiB (several times any L2): one row
     each, with its bytes per second (median of 10 launches after 2) and whether its sums checked. read_grid at 4 or 8
-    blocks of 256 threads per SM; read_rows with rows of 8 KiB (a 4096-wide BF16 weight) or 28 KiB (14336). The
-    copy's rate counts what it reads and writes, as the bandwidth study does."""
+    blocks of 256 threads per SM; read_rows and read_rows2 (one or two rows a block) with rows of 8 KiB (a
+    4096-wide BF16 weight) or 28 KiB (14336). The copy's rate counts what it reads and writes, as the bandwidth study
+    does."""
     import cupy
 
     words = 1 << 27  # 16-byte words: 2 GiB
@@ -41,8 +45,9 @@ def _patterns(cupy, mod, words: int, log) -> list[dict]:
         fn = mod.get_function(name)
         if name == "read_grid":
             grid, args, read = sms * arg, (np.int64(words),), words
-        else:  # whole rows only
-            grid, args, read = words // arg, (np.int64(words // arg), np.int32(arg)), words // arg * arg
+        else:  # whole rows only, one or two a block
+            rows_ = words // arg
+            grid, args, read = -(-rows_ // ROWS_A_BLOCK[name]), (np.int64(rows_), np.int32(arg)), rows_ * arg
         out = cupy.zeros(grid, dtype=cupy.uint32)
 
         def launch(fn=fn, grid=grid, out=out, args=args):
@@ -74,14 +79,14 @@ def _copy(cupy, words: int, log) -> dict:
 
 class WeightRead:
     """The weight read alone, as a launcher for gpumm.run.layers.sample_graph: ``bind(A, W, C)`` reads W's N rows
-    whole with read_rows (a block of 256 threads a row), A and C untouched."""
+    whole with read_rows or read_rows2 (a block of 256 threads a row, or two rows), A and C untouched."""
 
-    def __init__(self, fn, n: int, k: int, out):
-        self.fn, self.n, self.k, self.out = fn, n, k, out
+    def __init__(self, fn, n: int, k: int, out, rows: int = 1):
+        self.fn, self.n, self.k, self.out, self.grid = fn, n, k, out, -(-n // rows)
 
     def bind(self, A, W, C):
         args = (W, self.out, np.int64(self.n), np.int32(self.k // 8))
-        return lambda: self.fn((self.n,), (256,), args)
+        return lambda: self.fn((self.grid,), (256,), args)
 
 
 def random_weight(cupy, n: int, k: int):
@@ -95,31 +100,32 @@ def sum_mod32(cupy, x) -> int:
 
 
 def ceiling(cubin: Path, weights: list[tuple[str, int, int]], settings: dict, log=print) -> pd.DataFrame:
-    """Each weight (layer, N, K: BF16, N rows of K) read alone as the model step times its kernels: read_rows on
-    random words, cold copies over ``cold_factor`` times the L2, a sample a CUDA graph of launches taking the copies
-    in turn, ``warmup`` samples then ``samples`` kept. Every launch pays its start and the drain of its last loads,
-    a larger share of a small weight's time, so a kernel that reads the weight once is not expected to beat this
-    rate at this size by much (the H100's 32 MiB output weight: 82% of the 2 GiB read rate,
-    data/checks/model-decode-ceiling-h100). The sums are checked (mod 2^32) before any time counts and again after
-    the last sample (its last launch's): a row with ``ok`` false and no time where they differ, or where the card
-    has no room for the copies. One row per kept sample."""
+    """Each weight (layer, N, K: BF16, N rows of K) read alone as the model step times its kernels, by read_rows and by
+    read_rows2 (one or two rows a block; the analysis keeps the faster) on random words, cold copies over
+    ``cold_factor`` times the L2, a sample a CUDA graph of launches taking the copies in turn, ``warmup`` samples
+    then ``samples`` kept. Every launch pays its start and the drain of its last loads, a larger share of a small
+    weight's time, so a kernel that reads the weight once is not expected to beat this rate at this size by much
+    (the H100's 32 MiB output weight: 82% of the 2 GiB read rate, data/checks/model-decode-ceiling-h100). The sums
+    are checked (mod 2^32) before any time counts and again after the last sample (its last launch's): a row with
+    ``ok`` false and no time where they differ, or where the card has no room for the copies. One row per kept
+    sample."""
     import cupy
 
     settings = {**layers.SETTINGS, **settings}
-    fn = cupy.RawModule(path=str(cubin)).get_function("read_rows")
+    mod = cupy.RawModule(path=str(cubin))
     l2 = cupy.cuda.Device().attributes["L2CacheSize"]
     rows = []
     with cupy.cuda.Stream(non_blocking=True):
-        for layer, n, k in weights:
-            key = {"layer": layer, "N": n, "K": k, "bytes": 2 * n * k, "copies": 0}
+        for (layer, n, k), pattern in itertools.product(weights, ROWS_A_BLOCK):
+            key = {"layer": layer, "N": n, "K": k, "pattern": pattern, "bytes": 2 * n * k, "copies": 0}
             if k % 8:
                 log(f"read ceiling {layer}: K = {k} is not a multiple of 8 (16-byte rows): not timed")
                 continue
             try:
-                rows += _one_ceiling(cupy, fn, key, l2, settings, log)
+                rows += _one_ceiling(cupy, mod.get_function(pattern), key, l2, settings, log)
             except cupy.cuda.memory.OutOfMemoryError as exc:
                 rows.append(key | {"round": -1, "batch": 0, "us": math.nan, "ok": False})
-                log(f"read ceiling {layer}: not timed, out of GPU memory ({exc})")
+                log(f"read ceiling {layer} {pattern}: not timed, out of GPU memory ({exc})")
             cupy.get_default_memory_pool().free_all_blocks()
     return pd.DataFrame(rows, columns=CEILING_COLUMNS)
 
@@ -130,7 +136,7 @@ def _one_ceiling(cupy, fn, key: dict, l2: int, settings: dict, log) -> list[dict
     key = key | {"copies": layers.copies_for(W.nbytes, l2, settings["cold_factor"])}
     copies = [W] + [W.copy() for _ in range(key["copies"] - 1)]
     out = cupy.zeros(n, dtype=cupy.uint32)
-    reader = WeightRead(fn, n, k, out)
+    reader = WeightRead(fn, n, k, out, ROWS_A_BLOCK[key["pattern"]])
     want = sum_mod32(cupy, W)
     reader.bind(None, W, None)()
     if sum_mod32(cupy, out) != want:
@@ -151,5 +157,5 @@ def _one_ceiling(cupy, fn, key: dict, l2: int, settings: dict, log) -> list[dict
         log(f"read ceiling {key['layer']}: FAILED after its samples (its sums differ from the weight's)")
         return [key | {"round": -1, "batch": 0, "us": math.nan, "ok": False}]
     rate = W.nbytes / statistics.median(r["us"] for r in kept) / 1e3
-    log(f"read ceiling {key['layer']} ({n} x {k}, {key['copies']} copies): {rate:,.0f} GB/s")
+    log(f"read ceiling {key['layer']} {key['pattern']} ({n} x {k}, {key['copies']} copies): {rate:,.0f} GB/s")
     return [r | {"ok": True} for r in kept]
