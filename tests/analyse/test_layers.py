@@ -247,3 +247,13 @@ def test_a_replayed_archive_without_the_ceiling_has_a_note_in_its_place_and_no_c
     pd.DataFrame([{"status": "not measured", "reason": "not in the archived run h100"}]).to_csv(note, index=False)
     t = layers.tables(run, GPU)
     assert t["model_ceiling"].empty and t["model_dispatch"].reachable.isna().all()
+
+
+def test_each_shape_says_how_long_its_steps_heated_the_card_first_and_a_run_before_the_heat_none(run):
+    """The dispatch step's shapes.csv with the heat's seconds: 0.5 at 1024 tokens, none below; the fitted step's
+    file has no such column (a run made before the heat rounds): 0, not missing."""
+    path = run / "raw" / "model-dispatch" / "shapes.csv"
+    per = pd.read_csv(path)
+    per.assign(heat_s=[0.5 if m >= 1024 else 0.0 for m in per.M]).to_csv(path, index=False)
+    s = layers.tables(run, GPU)["model_shapes"].set_index(["layer", "M"])
+    assert s.heat_s.to_dict() == {(layer, m): (0.5 if m == 1024 else 0.0) for layer in "ab" for m in (1, 8, 1024)}

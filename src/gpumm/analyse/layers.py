@@ -27,7 +27,7 @@ from gpumm.analyse import dispatch, model
 from gpumm.setup import hardware
 
 READ = ["pattern", "ok", "bytes", "ms", "bytes_per_s", "chosen"]
-SHAPES = [*model.COLUMNS, "fitted", "weight_bytes", "copies", "warm", "members", "failed"]
+SHAPES = [*model.COLUMNS, "fitted", "weight_bytes", "copies", "warm", "members", "failed", "heat_s"]
 RATES = ["layer", "M", "N", "K", "kernel", "role", "picks", "weights", "step", "n", "median_us", "q1_us", "q3_us"]
 RATES += ["tflops", "gbps", "of_bound", "of_dram", "of_tensor", "of_reference", "round_ratio", "stale"]
 DISPATCH = ["layer", "M", "N", "K", "fitted", "kernel", "from", "median_us", "reference_us", "of_reference"]
@@ -137,14 +137,17 @@ def ceiling_table(samples: pd.DataFrame | None, rate: float) -> pd.DataFrame:
 
 
 def shape_table(spec: dict, per_shape: pd.DataFrame, samples: pd.DataFrame, rate: float, peak: float):
-    """Every shape timed (fitted, and held out: timed by the dispatch step only) with its bounds and regime."""
+    """Every shape timed (fitted, and held out: timed by the dispatch step only) with its bounds and regime, and the
+    most seconds of heat rounds its steps ran before its rounds (0: none; a run made before them: 0)."""
     tokens = sorted(set(samples.M))
     b = model.bounds(model.shapes({**spec, "tokens": tokens}), rate, peak)
     b = b[b.set_index(["layer", "M"]).index.isin(samples.set_index(["layer", "M"]).index.unique())]
     b = b.assign(fitted=b.M.isin(spec["tokens"]), weight_bytes=model.W_BYTES * b.N * b.K)
     cold = samples[samples.weights == "cold"].groupby(["layer", "M"]).copies.max().rename("copies")
     warm = samples.groupby(["layer", "M"]).weights.agg(lambda w: "warm" in set(w)).rename("warm")
-    members = per_shape.groupby(["layer", "M"])[["members", "failed"]].max()
+    if "heat_s" not in per_shape:  # a run made before the heat rounds
+        per_shape = per_shape.assign(heat_s=0.0)
+    members = per_shape.groupby(["layer", "M"])[["members", "failed", "heat_s"]].max()
     b = b.join(cold, on=["layer", "M"]).join(warm, on=["layer", "M"]).join(members, on=["layer", "M"])
     return b.reset_index(drop=True)[SHAPES]
 
