@@ -175,3 +175,15 @@ def test_a_kernel_is_ranked_by_its_rounds_against_the_references_not_by_a_ratio_
     rule = dispatch.fit(pd.DataFrame(rows), NO_FAILS, REF)
     assert rule["points"][0]["ranking"] == ["paired", "steady"]
     assert rule["points"][0]["cost"] == pytest.approx({"paired": 135 / 140, "steady": 1.02})
+
+
+def test_a_kernel_missing_some_of_the_references_rounds_is_not_ranked_and_a_round_twice_is_an_error():
+    rows = [
+        {"layer": "out", "M": 1024, "N": 4096, "K": 4096, "kernel": k, "weights": "cold", "round": r, "us": 10.0}
+        for k, rounds in ((REF, range(4)), ("whole", range(4)), ("partial", range(3)))
+        for r in rounds
+    ]
+    rule = dispatch.fit(pd.DataFrame(rows), NO_FAILS, REF)
+    assert rule["points"][0]["ranking"] == ["whole"]
+    with pytest.raises(ValueError, match="two samples in round 0"):
+        dispatch.fit(pd.DataFrame(rows + rows[4:5]), NO_FAILS, REF)

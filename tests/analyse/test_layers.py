@@ -257,3 +257,12 @@ def test_each_shape_says_how_long_its_steps_heated_the_card_first_and_a_run_befo
     per.assign(heat_s=[0.5 if m >= 1024 else 0.0 for m in per.M]).to_csv(path, index=False)
     s = layers.tables(run, GPU)["model_shapes"].set_index(["layer", "M"])
     assert s.heat_s.to_dict() == {(layer, m): (0.5 if m == 1024 else 0.0) for layer in "ab" for m in (1, 8, 1024)}
+
+
+def test_a_shape_only_a_step_without_the_heat_column_timed_has_no_heat_not_a_missing_value(run):
+    """The fitted step's shapes.csv has the column, the dispatch step's not (the held-out M = 8: its shapes only)."""
+    path = run / "raw" / "model" / "shapes.csv"
+    per = pd.read_csv(path)
+    per.assign(heat_s=[0.5 if m >= 1024 else 0.0 for m in per.M]).to_csv(path, index=False)
+    s = layers.tables(run, GPU)["model_shapes"].set_index(["layer", "M"])
+    assert s.heat_s.notna().all() and s.loc[("a", 8), "heat_s"] == 0.0 and s.loc[("a", 1024), "heat_s"] == 0.5

@@ -90,9 +90,9 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
             return name, lambda A, W, C: race.bind(A, W, C)
         if kind == "read":
             fn = read.get_function(d["entry"])
-            if d["entry"] == "read_rows":  # as the model step's ceiling reads it: a block a row
+            if d["entry"] in reads.ROWS_A_BLOCK:  # as the model step's ceiling reads it: one or two rows a block
                 out = cupy.zeros(n, dtype=cupy.uint32)
-                bind = reads.WeightRead(fn, n, k, out).bind
+                bind = reads.WeightRead(fn, n, k, out, reads.ROWS_A_BLOCK[d["entry"]]).bind
             else:  # a grid-stride stream over the weight's 16-byte words
                 grid, words = (sm_count() * d["per_sm"],), np.int64(n * k // 8)
                 out = cupy.zeros(grid[0], dtype=cupy.uint32)

@@ -2,9 +2,9 @@
 
 As cuBLAS's heuristics do, the rule maps a shape (M tokens against an N x K weight) to one kernel build of the
 catalog, and it is computed, not typed: from the model step's cold-weight samples at the *fitted* shapes (the
-configuration's ``model.tokens`` on every layer), each shape's verified members ranked by their paired cost: the
-median over the rounds of their time against the reference's in the same round (the FP32 rule: the worse of cold
-and warm, where B fits in the L2). A
+configuration's ``model.tokens`` on every layer), each shape's verified members ranked by their paired cost: one
+over the median over the rounds of the reference's time over theirs in the same round (the FP32 rule: the worse of
+cold and warm, where B fits in the L2). A
 shape, fitted or not, takes the ranking of the nearest fitted shape, nearness measured in octaves of M (counted
 four times: the tokens decide the regime), N and K, and in it the first kernel whose build takes its M (the
 catalog's ``MAX_M``); a shape between two fitted token counts of its layer takes the kernel ranked at both whose
@@ -114,12 +114,21 @@ def paired_cost(g: pd.DataFrame, reference: str) -> pd.Series:
     rounds of the reference's time over the kernel's in the same round, the statistic the goals hold a pick to
     (``round_ratio``, gpumm.analyse.layers), so the rule ranks kernels as their goals will judge them. A ratio of
     whole medians pairs one kernel's rounds with another's other rounds: where the clock moves between rounds
-    (the power cap) it ranks on samples taken in different power states. The reference's own cost is 1."""
-    per = g.pivot_table(index=["weights", "round"], columns="kernel", values="us")
+    (the power cap) it ranks on samples taken in different power states. The reference's own cost is 1. A kernel
+    missing some of the reference's rounds in a regime has no cost there (it is not ranked); two samples of one
+    kernel in one round are an error, not averaged."""
+    at = ["weights", "round", "kernel"]
+    twice = g[g.duplicated(at, keep=False)]
+    if len(twice):
+        first = twice.iloc[0]
+        raise ValueError(f"{first.kernel} has two samples in round {first['round']} ({first.weights}): not paired")
+    per = g.pivot(index=["weights", "round"], columns="kernel", values="us")
     if reference not in per:
         return pd.Series(dtype=float)  # the reference not timed here (failed its check): nothing to rank by
+    per = per[per[reference].notna()]
     ratios = per.rdiv(per[reference], axis=0)  # the reference's time over each kernel's, round by round
-    return (1.0 / ratios.groupby(level="weights").median()).stack().dropna()
+    whole = ratios.notna().groupby(level="weights").all()  # every round the reference ran, the kernel ran too
+    return (1.0 / ratios.groupby(level="weights").median()).where(whole).stack().dropna()
 
 
 def fit_fp32(

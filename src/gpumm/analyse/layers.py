@@ -145,8 +145,8 @@ def shape_table(spec: dict, per_shape: pd.DataFrame, samples: pd.DataFrame, rate
     b = b.assign(fitted=b.M.isin(spec["tokens"]), weight_bytes=model.W_BYTES * b.N * b.K)
     cold = samples[samples.weights == "cold"].groupby(["layer", "M"]).copies.max().rename("copies")
     warm = samples.groupby(["layer", "M"]).weights.agg(lambda w: "warm" in set(w)).rename("warm")
-    if "heat_s" not in per_shape:  # a run made before the heat rounds
-        per_shape = per_shape.assign(heat_s=0.0)
+    # a step made before the heat rounds has no such column (nor its rows, beside a step that has it): none
+    per_shape = per_shape.assign(heat_s=per_shape["heat_s"].fillna(0.0) if "heat_s" in per_shape else 0.0)
     members = per_shape.groupby(["layer", "M"])[["members", "failed", "heat_s"]].max()
     b = b.join(cold, on=["layer", "M"]).join(warm, on=["layer", "M"]).join(members, on=["layer", "M"])
     return b.reset_index(drop=True)[SHAPES]
