@@ -114,7 +114,7 @@ def test_heat_runs_rounds_of_every_member_in_turn_until_its_seconds_are_spent_an
     stream = types.SimpleNamespace(synchronize=lambda: synced.append(1))
     cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(get_current_stream=lambda: stream))
     ran = []
-    runs = [(m, "cold", 2, (lambda m=m: ran.append(m)), 1) for m in ("a", "b")]
+    runs = [lambda m=m: ran.append(m) for m in ("a", "b")]
     monkeypatch.setattr(layers.time, "perf_counter", _Clock())
     assert layers.heat(cupy, runs, 0.0) == {"heat_s": 0.0, "heat_rounds": 0} and ran == []
     got = layers.heat(cupy, runs, 0.05)

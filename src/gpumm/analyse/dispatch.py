@@ -16,6 +16,7 @@ Pure functions on tables, tested on the CPU.
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from gpumm.run.rule import (
@@ -46,6 +47,7 @@ __all__ = [
     "origin",
     "paired_cost",
     "pick",
+    "round_ratios",
     "same",
     "tile_of",
     "tiles_of",
@@ -109,6 +111,14 @@ def fit(
     return rule
 
 
+def round_ratios(samples: pd.DataFrame, reference: str, at: list[str]) -> pd.DataFrame:
+    """The reference's time over each kernel's in the same round: a row per ``at`` and round, a column per kernel
+    (all NaN where the reference was not timed). Their median is a kernel's paired share, ``round_ratio``
+    (gpumm.analyse.layers), and its inverse the rule's paired cost (``paired_cost``)."""
+    per = samples.pivot_table(index=[*at, "round"], columns="kernel", values="us")
+    return per.rdiv(per[reference], axis=0) if reference in per else per * np.nan
+
+
 def paired_cost(g: pd.DataFrame, reference: str) -> pd.Series:
     """Each kernel's cost at one shape, by regime ((weights, kernel) -> cost): the inverse of the median over the
     rounds of the reference's time over the kernel's in the same round, the statistic the goals hold a pick to
@@ -122,11 +132,10 @@ def paired_cost(g: pd.DataFrame, reference: str) -> pd.Series:
     if len(twice):
         first = twice.iloc[0]
         raise ValueError(f"{first.kernel} has two samples in round {first['round']} ({first.weights}): not paired")
-    per = g.pivot(index=["weights", "round"], columns="kernel", values="us")
-    if reference not in per:
+    ratios = round_ratios(g, reference, ["weights"])
+    if reference not in ratios:
         return pd.Series(dtype=float)  # the reference not timed here (failed its check): nothing to rank by
-    per = per[per[reference].notna()]
-    ratios = per.rdiv(per[reference], axis=0)  # the reference's time over each kernel's, round by round
+    ratios = ratios[ratios[reference].notna()]
     whole = ratios.notna().groupby(level="weights").all()  # every round the reference ran, the kernel ran too
     return (1.0 / ratios.groupby(level="weights").median()).where(whole).stack().dropna()
 

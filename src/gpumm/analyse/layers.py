@@ -165,9 +165,7 @@ def rate_table(samples: pd.DataFrame, shapes: pd.DataFrame, reference: str) -> p
     at = ["step", "layer", "M", "N", "K", "weights"]
     ref = t[t.kernel == reference].set_index(at).median_us
     t["of_reference"] = [ref.get(tuple(k), np.nan) / u for k, u in zip(t[at].values, t.median_us)]
-    per_round = samples.pivot_table(index=[*at, "round"], columns="kernel", values="us")
-    ratios = per_round.rdiv(per_round[reference], axis=0) if reference in per_round else per_round * np.nan
-    med = ratios.groupby(level=at).median().stack().rename("round_ratio")
+    med = dispatch.round_ratios(samples, reference, at).groupby(level=at).median().stack().rename("round_ratio")
     t = t.join(med, on=[*at, "kernel"])
     t["role"] = np.where(t.kernel == reference, "reference", np.where(t.kernel == "dispatch", "dispatcher", "kernel"))
     t["stale"] = False  # set by tables() from the steps' digests

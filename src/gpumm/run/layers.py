@@ -208,7 +208,7 @@ def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, W, shape, l2:
     rows = []
     if not runs:  # every member failed its checks
         return rows, {}
-    heated = heat(cupy, runs, settings["heat_s"] if M >= settings["heat_from_tokens"] else 0.0)
+    heated = heat(cupy, [r[3] for r in runs], settings["heat_s"] if M >= settings["heat_from_tokens"] else 0.0)
     watch = clocks.Watch()
     watch.start()
     for r in range(settings["warmup"] + settings["samples"]):
@@ -232,17 +232,17 @@ def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, W, shape, l2:
 
 
 def heat(cupy, runs: list, seconds: float) -> dict:
-    """Rounds of every member, none kept, for ``seconds`` (none for 0): the rounds that follow find the card in its
-    sustained state, at its power cap where the shape's kernels reach it, as the paired step's heat does. Without
-    them a prefill shape's rounds fell in the card's first 100 ms or so under load, where the power controller
-    moves the clock most: the h200 archive of 7903007 timed cuBLAS BF16 on the down layer at 8192 tokens at
-    1,337-1,421 us in the fitted step and 1,175-1,229 us in the dispatch step, and bf16_pingpong at 1.02 and 0.96
-    of it. (heat_s, heat_rounds): the seconds and rounds spent."""
+    """Rounds of every member (``runs``: each one's sample), none kept, for ``seconds`` (none for 0): the rounds that
+    follow find the card in its sustained state, at its power cap where the shape's kernels reach it, as the paired
+    step's heat does. Without them a prefill shape's rounds fell in the card's first 100 ms or so under load, where
+    the power controller moves the clock most: the h200 archive of 7903007 timed cuBLAS BF16 on the down layer at
+    8192 tokens at 1,337-1,421 us in the fitted step and 1,175-1,229 us in the dispatch step, and bf16_pingpong at
+    1.02 and 0.96 of it. (heat_s, heat_rounds): the seconds and rounds spent."""
     started, r = time.perf_counter(), 0
     stream = cupy.cuda.get_current_stream()
     while time.perf_counter() - started < seconds:
         for run in pairing.order(runs, r):
-            run[3]()
+            run()
         stream.synchronize()
         r += 1
     return {"heat_s": round(time.perf_counter() - started, 3) if r else 0.0, "heat_rounds": r}
