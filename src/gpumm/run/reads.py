@@ -6,7 +6,6 @@ Both run the read_stream micro-benchmark (kernels/memory/read_stream.cu: 16-byte
 written out) and check its sums before any time counts.
 """
 
-import itertools
 import math
 import statistics
 from pathlib import Path
@@ -116,31 +115,43 @@ def ceiling(cubin: Path, weights: list[tuple[str, int, int]], settings: dict, lo
     l2 = cupy.cuda.Device().attributes["L2CacheSize"]
     rows = []
     with cupy.cuda.Stream(non_blocking=True):
-        for (layer, n, k), pattern in itertools.product(weights, ROWS_A_BLOCK):
-            key = {"layer": layer, "N": n, "K": k, "pattern": pattern, "bytes": 2 * n * k, "copies": 0}
+        for layer, n, k in weights:
             if k % 8:
                 log(f"read ceiling {layer}: K = {k} is not a multiple of 8 (16-byte rows): not timed")
                 continue
-            try:
-                rows += _one_ceiling(cupy, mod.get_function(pattern), key, l2, settings, log)
+            keys = [
+                {"layer": layer, "N": n, "K": k, "pattern": p, "bytes": 2 * n * k, "copies": 0} for p in ROWS_A_BLOCK
+            ]
+            copies = []
+            try:  # one weight and its cold copies for both patterns
+                copies = [random_weight(cupy, n, k)]
+                n_copies = layers.copies_for(copies[0].nbytes, l2, settings["cold_factor"])
+                copies += [copies[0].copy() for _ in range(n_copies - 1)]
+                want = sum_mod32(cupy, copies[0])
             except cupy.cuda.memory.OutOfMemoryError as exc:
-                rows.append(key | {"round": -1, "batch": 0, "us": math.nan, "ok": False})
-                log(f"read ceiling {layer} {pattern}: not timed, out of GPU memory ({exc})")
+                rows += [key | {"round": -1, "batch": 0, "us": math.nan, "ok": False} for key in keys]
+                log(f"read ceiling {layer}: not timed, out of GPU memory ({exc})")
+            else:
+                for key in keys:
+                    key = key | {"copies": n_copies}
+                    try:
+                        rows += _one_ceiling(cupy, mod.get_function(key["pattern"]), key, copies, want, settings, log)
+                    except cupy.cuda.memory.OutOfMemoryError as exc:
+                        rows.append(key | {"round": -1, "batch": 0, "us": math.nan, "ok": False})
+                        log(f"read ceiling {layer} {key['pattern']}: not timed, out of GPU memory ({exc})")
+            del copies
             cupy.get_default_memory_pool().free_all_blocks()
     return pd.DataFrame(rows, columns=CEILING_COLUMNS)
 
 
-def _one_ceiling(cupy, fn, key: dict, l2: int, settings: dict, log) -> list[dict]:
+def _one_ceiling(cupy, fn, key: dict, copies: list, want: int, settings: dict, log) -> list[dict]:
+    """One pattern's samples over the cold copies (every copy holds the same words, whose sum is ``want``)."""
     n, k = key["N"], key["K"]
-    W = random_weight(cupy, n, k)
-    key = key | {"copies": layers.copies_for(W.nbytes, l2, settings["cold_factor"])}
-    copies = [W] + [W.copy() for _ in range(key["copies"] - 1)]
     out = cupy.zeros(n, dtype=cupy.uint32)
     reader = WeightRead(fn, n, k, out, ROWS_A_BLOCK[key["pattern"]])
-    want = sum_mod32(cupy, W)
-    reader.bind(None, W, None)()
+    reader.bind(None, copies[0], None)()
     if sum_mod32(cupy, out) != want:
-        log(f"read ceiling {key['layer']}: FAILED (its sums differ from the weight's)")
+        log(f"read ceiling {key['layer']} {key['pattern']}: FAILED (its sums differ from the weight's)")
         return [key | {"round": -1, "batch": 0, "us": math.nan, "ok": False}]
     run, batch = layers.sample_graph(cupy, reader, None, copies, None, settings)
     kept = []
@@ -152,10 +163,9 @@ def _one_ceiling(cupy, fn, key: dict, l2: int, settings: dict, log) -> list[dict
         e.synchronize()
         if r >= settings["warmup"]:
             kept.append(key | {"round": r, "batch": batch, "us": cupy.cuda.get_elapsed_time(s, e) * 1e3 / batch})
-    ok = sum_mod32(cupy, out) == want  # the last launch's sums (every copy holds the same words)
-    if not ok:
-        log(f"read ceiling {key['layer']}: FAILED after its samples (its sums differ from the weight's)")
+    if sum_mod32(cupy, out) != want:  # the last launch's sums
+        log(f"read ceiling {key['layer']} {key['pattern']}: FAILED after its samples (its sums differ)")
         return [key | {"round": -1, "batch": 0, "us": math.nan, "ok": False}]
-    rate = W.nbytes / statistics.median(r["us"] for r in kept) / 1e3
+    rate = copies[0].nbytes / statistics.median(r["us"] for r in kept) / 1e3
     log(f"read ceiling {key['layer']} {key['pattern']} ({n} x {k}, {key['copies']} copies): {rate:,.0f} GB/s")
     return [r | {"ok": True} for r in kept]
