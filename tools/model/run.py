@@ -5,7 +5,7 @@ stream.cu, CUBIN), and the catalog's kernel files built here with other defines 
 inside a block (kernels/matmul_bf16/stream.cu), the tensor cores (stream_mma.cu); and catalog builds as they are,
 from results/build.
 
-    python tools/model/run.py CUBIN OUT_DIR [--tokens 1,16] [--candidates FILE]
+    python tools/model/run.py CUBIN OUT_DIR [--tokens 1,16] [--candidates FILE] [--layers qkv,out]
 
 FILE (YAML): token count -> a list of [name, kind, defines], in place of CANDIDATES (data/checks/*/candidates.yaml).
 
@@ -38,7 +38,7 @@ from gpumm.setup import catalog  # noqa: E402
 
 # token count: the candidates (name, kind, defines): "warp" a warp per ROWS rows of tools/model/stream.cu; "split"
 # kernels/matmul_bf16/stream.cu and "mma" stream_mma.cu built here with these defines; "race" a catalog build
-MMA16 = {"MAX_M": 16, "WARPS": 8, "CHUNKS": 2, "PIPE": 0}
+MMA16 = {"MAX_M": 16, "WARPS": 8, "CHUNKS": 2, "PIPE": 0, "RTILES": 1, "CONTIG": 0, "L2_PREFETCH": 0, "L1_KEEP": 0}
 # "read": the weight read alone (the read_stream micro-benchmark), timed as the candidates: the size's ceiling
 READS = [("read_rows", "read", {"entry": "read_rows"}), ("read_grid8", "read", {"entry": "read_grid", "per_sm": 8})]
 CANDIDATES = {
@@ -108,7 +108,7 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
             return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(n), np.int32(k)))
         file, entry = FILES[kind]
         fn = cupy.RawModule(path=str(built(file, d, arch))).get_function(entry)
-        rows = d.get("ROWS", 16)  # the tensor-core stream: 16 weight rows a block
+        rows = d.get("ROWS", 16 * d.get("RTILES", 1))  # the tensor-core stream: 16 weight rows a tile
         grid, block = (math.ceil(n / rows),), (32 * d["WARPS"],)
         return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(m), np.int32(n), np.int32(k)))
 
@@ -174,6 +174,7 @@ def main() -> None:
     p.add_argument("out")
     p.add_argument("--tokens", default="1,16")
     p.add_argument("--candidates", type=Path, help="YAML: token count -> [[name, kind, defines], ...]")
+    p.add_argument("--layers", help="comma-separated layers of the model (default: all)")
     args = p.parse_args()
     chosen = None
     if args.candidates:
@@ -198,6 +199,8 @@ def main() -> None:
     name = props["name"].decode()
     print(f"{name}: device copy {copy / 1e9:,.0f} GB/s, read {rate / 1e9:,.0f} GB/s, L2 {l2 >> 20} MiB", flush=True)
     b = model.bounds(model.shapes(cfg), rate, math.inf)
+    if args.layers:
+        b = b[b.layer.isin(args.layers.split(","))]
     rows, samples = [], []
     for s in b.itertuples():
         m, n, k = int(s.M), int(s.N), int(s.K)
