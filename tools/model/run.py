@@ -38,7 +38,7 @@ from gpumm.setup import catalog  # noqa: E402
 
 # token count: the candidates (name, kind, defines): "warp" a warp per ROWS rows of tools/model/stream.cu; "split"
 # kernels/matmul_bf16/stream.cu and "mma" stream_mma.cu built here with these defines; "race" a catalog build
-MMA16 = {"MAX_M": 16, "WARPS": 8, "CHUNKS": 2, "PIPE": 0, "RTILES": 1, "CONTIG": 0, "L2_PREFETCH": 0, "L1_KEEP": 0}
+MMA16 = {"MAX_M": 16, "WARPS": 8, "CHUNKS": 2, "PIPE": 0, "L2_PREFETCH": 0}
 # "read": the weight read alone (the read_stream micro-benchmark), timed as the candidates: the size's ceiling
 READS = [("read_rows", "read", {"entry": "read_rows"}), ("read_grid8", "read", {"entry": "read_grid", "per_sm": 8})]
 CANDIDATES = {
@@ -108,7 +108,7 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
             return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(n), np.int32(k)))
         file, entry = FILES[kind]
         fn = cupy.RawModule(path=str(built(file, d, arch))).get_function(entry)
-        rows = d.get("ROWS", 16 * d.get("RTILES", 1))  # the tensor-core stream: 16 weight rows a tile
+        rows = d.get("ROWS", 16)  # the tensor-core stream: 16 weight rows a block
         grid, block = (math.ceil(n / rows),), (32 * d["WARPS"],)
         return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(m), np.int32(n), np.int32(k)))
 
