@@ -66,22 +66,13 @@ __device__ __forceinline__ void load_rows(const uint16_t *w0, const uint16_t *w1
     }
 }
 
-#ifndef PERSIST
-#define PERSIST 0
-#endif
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
     bf16_stream_mma(const uint16_t *__restrict__ A, const uint16_t *__restrict__ Bt, float *__restrict__ C, int M,
                     int N, int K)
 {
     __shared__ float part[WARPS][TILES * 8][16];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-#if PERSIST
-    for (int tile = blockIdx.x; tile * 16 < N; tile += gridDim.x) {
-        const int n0 = tile * 16;
-#else
-    {
-        const int n0 = blockIdx.x * 16;
-#endif
+    const int n0 = blockIdx.x * 16;
     const uint16_t *w0 = Bt + (size_t)min(n0 + g, N - 1) * K + 8 * t;  // rows past N read the last; not stored
     const uint16_t *w1 = Bt + (size_t)min(n0 + g + 8, N - 1) * K + 8 * t;
     const uint16_t *a[TILES];
@@ -147,9 +138,5 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
         if (m < M && n0 + r < N) {
             C[(size_t)m * N + n0 + r] = v;
         }
-    }
-#if PERSIST
-        __syncthreads();
-#endif
     }
 }
