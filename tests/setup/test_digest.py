@@ -2,6 +2,7 @@
 archive current; a change of code marks exactly the variants built from it; a refactor whose SASS is the
 archived one is certified again without measuring (python -m gpumm certify)."""
 
+import re
 import shutil
 
 import pytest
@@ -53,10 +54,11 @@ def test_a_change_of_code_marks_exactly_the_variants_built_from_it(kernels):
 
 def test_every_archive_certifies_the_variants_it_holds_for_this_code(known_stale):
     for archive in reference.available():
-        certified = reference.certified(archive)
-        held = {p.parent.name for p in (archive / "raw").glob("*/meta.json")}
+        certified, timed = reference.certified(archive), reference.step_digests(archive / "raw")
+        held = {p.parent.name for p in (archive / "raw").glob("*/meta.json")} | set(timed)
         ids = {v.id for v in _all()} & held
-        stale = {vid for vid in ids if certified.get(vid) != catalog.from_id(vid).digest()}
+        assert {"bf16_stream_mma_w8", "bf16_stream_rows2_max_m1"} <= ids  # the model steps' kernels too
+        stale = {vid for vid in ids if certified.get(vid, timed.get(vid)) != catalog.from_id(vid).digest()}
         assert ids and stale == known_stale.get(archive.name, set()), (archive.name, sorted(stale))
 
 
@@ -90,3 +92,33 @@ def test_a_refactor_with_the_same_sass_is_certified_and_a_real_change_stays_stal
     naive.write_text(renamed + '\nextern "C" __global__ void unused_here(float *x) { x[threadIdx.x] = 1.0f; }\n')
     v = catalog.from_id("naive")
     assert certify.certify(archive, [v]) == ["naive: certified (the same SASS as the archived build)"]
+
+
+def test_a_kernel_only_the_model_steps_timed_is_certified_by_its_sass_too(kernels, tmp_path):
+    """The weight streams have no raw/<variant>/ folder: the model steps record their digests in their own
+    meta.json; a refactor of their file is certified against the archived build's SASS as any variant's."""
+    from gpumm.build import nvcc
+
+    try:
+        nvcc.nvcc()
+    except nvcc.BuildError as exc:
+        pytest.skip(str(exc))
+    archive = tmp_path / "h200"
+    shutil.copytree(paths.REFERENCE / "h200", archive)
+    vid = "bf16_stream_mma_w8"
+    assert not (archive / "raw" / vid).exists() and vid in reference.step_digests(archive / "raw")
+    f = kernels / "matmul_bf16" / "stream_mma.cu"
+    text = f.read_text()
+    renamed = re.sub(r"\bwb\b", "w_hi", re.sub(r"\bwa\b", "w_lo", text))  # the weight registers renamed
+    assert renamed != text
+    f.write_text(renamed)
+    v = catalog.from_id(vid)
+    assert v.digest() != reference.step_digests(archive / "raw")[vid]  # the tokens changed: stale until certified
+    assert certify.certify(archive, [v]) == [f"{vid}: certified (the same SASS as the archived build)"]
+    assert reference.certified(archive)[vid] == v.digest()
+    assert reference.check(archive) is None
+    f.write_text(renamed.replace("k += STRIDE * CHUNKS", "k += STRIDE * CHUNKS + 0 * K + 8"))  # a real change
+    v = catalog.from_id(vid)
+    assert certify.certify(archive, [v]) == [
+        f"{vid}: stale (its SASS differs from the archived build's: measure it again)"
+    ]

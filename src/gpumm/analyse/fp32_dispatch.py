@@ -55,7 +55,7 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
         samples.append(timed.assign(step="dispatch"))
     s = pd.concat(samples, ignore_index=True)
     rates = rate_table(s, reference, hardware.fp32_peak(gpu))
-    changed = layers.stale({**meta.get("digests", {}), **picked_meta.get("digests", {})})
+    changed = layers.stale({**meta.get("digests", {}), **picked_meta.get("digests", {})}, layers.certified(results))
     rates["stale"] = rates.picks.isin(changed)
     if rule is None:
         return {"fp32_rates": rates, "fp32_dispatch": empty()["fp32_dispatch"]}

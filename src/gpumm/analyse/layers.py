@@ -82,7 +82,7 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     s = pd.concat(samples, ignore_index=True)
     shapes = shape_table(spec, pd.concat(per_shape, ignore_index=True), s, rate, peak)
     rates = rate_table(s, shapes, reference)
-    changed = stale({**meta.get("digests", {}), **picked_meta.get("digests", {})})
+    changed = stale({**meta.get("digests", {}), **picked_meta.get("digests", {})}, certified(results))
     rates["stale"] = rates.picks.isin(changed)
     ceiling = ceiling_table(pd.read_csv(raw / "ceiling.csv") if (raw / "ceiling.csv").is_file() else None, rate)
     out = {"model_read": read, "model_ceiling": ceiling, "model_shapes": shapes, "model_rates": rates}
@@ -96,12 +96,26 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     return out
 
 
-def stale(digests: dict[str, str]) -> set[str]:
+def stale(digests: dict[str, str], certified: dict[str, str] | None = None) -> set[str]:
     """The kernels whose code changed since the model step timed them (the digest it recorded is not today's, or
-    the catalog no longer has them): their numbers are the old code's."""
+    the catalog no longer has them): their numbers are the old code's. ``certified``: the digest a replayed
+    archive certifies a kernel's numbers for now, in place of the recorded one (``python -m gpumm certify``: a
+    refactor whose SASS is the archived build's)."""
     from gpumm.setup import catalog
 
-    return {vid for vid, recorded in digests.items() if catalog.changed(vid, recorded)}
+    certified = certified or {}
+    return {vid for vid, recorded in digests.items() if catalog.changed(vid, certified.get(vid, recorded))}
+
+
+def certified(results: Path) -> dict[str, str]:
+    """The digests a run's provenance gives its variants now (a replay's: as the archive certifies them; a
+    measured run's: the ones it measured with); {} where it has none."""
+    try:
+        prov = json.loads((results / "raw" / "provenance.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    found = prov.get("variant_digests") if isinstance(prov, dict) else None
+    return {vid: d for vid, d in found.items() if isinstance(d, str)} if isinstance(found, dict) else {}
 
 
 def read_table(read: pd.DataFrame) -> pd.DataFrame:

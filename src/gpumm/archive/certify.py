@@ -55,14 +55,17 @@ def _same_sass(v: Variant, arch: str, archived: str, tmp: Path) -> bool:
 
 def certify(archive: Path, variants: list[Variant]) -> list[str]:
     """Certify ``archive`` for each of ``variants`` it holds whose SASS today is the archived one; one line per
-    variant that was not current: certified, or stale and why."""
+    variant that was not current: certified, or stale and why. It holds a variant measured in a folder of its own
+    (raw/<variant>/) and a kernel its model steps timed (their meta.json's digests, the current one where the
+    archive certifies none)."""
     have, lines, entries, version = reference.certified(archive), [], {}, None
+    timed = reference.step_digests(archive / "raw")  # the model steps' kernels: no folder of their own
     with tempfile.TemporaryDirectory(prefix="gpumm-certify-") as tmp:
         for v in variants:
-            if not (archive / "raw" / v.id / "meta.json").is_file():
+            if not (archive / "raw" / v.id / "meta.json").is_file() and v.id not in timed:
                 continue  # not in this archive
             now = v.digest()
-            if have.get(v.id) == now:
+            if have.get(v.id, timed.get(v.id)) == now:
                 continue
             sass = archive / "build" / v.id / "kernel.sass.gz"
             if not v.is_cuda or not sass.is_file():

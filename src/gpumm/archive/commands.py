@@ -95,7 +95,10 @@ def cmd_certify(args):
     archives = [_archive(p) for p in args.archive] if args.archive else reference.available()
     ids = [v for v in args.variants.split(",") if v] if args.variants else None
     for archive in archives:
-        held = sorted(p.parent.name for p in (archive / "raw").glob("*/meta.json"))
+        held = sorted(
+            {p.parent.name for p in (archive / "raw").glob("*/meta.json")}
+            | set(reference.step_digests(archive / "raw"))
+        )
         variants = []
         for vid in ids or held:
             try:

@@ -51,6 +51,26 @@ def certified(archive: Path) -> dict[str, str]:
     return {vid: e["digest"] for vid, e in entries.items() if isinstance(e, dict)}
 
 
+# the model's steps (gpumm.run.layers): each records the digest of every kernel it timed in its meta.json, since
+# its kernels (the weight streams among them) have no folder of their own under raw/
+MODEL_STEPS = ("model", "model-dispatch", "model-fp32", "model-fp32-dispatch")
+
+
+def step_digests(raw: Path) -> dict[str, str]:
+    """kernel -> the digest a run's model steps recorded for it (``raw``: the run's or an archive's raw/; {}
+    where no model step ran or its meta.json cannot be read)."""
+    found: dict[str, str] = {}
+    for step in MODEL_STEPS:
+        try:
+            meta = json.loads((raw / step / "meta.json").read_text())
+        except (OSError, ValueError):
+            continue
+        digests = meta.get("digests") if isinstance(meta, dict) else None
+        if isinstance(digests, dict):
+            found.update({vid: d for vid, d in digests.items() if isinstance(d, str)})
+    return found
+
+
 def write_certified(archive: Path, entries: dict[str, dict]) -> None:
     """Record ``entries`` (variant -> {digest, how, ...}) over what the archive certified, then seal the archive."""
     record = _certificates(archive)
