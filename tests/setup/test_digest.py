@@ -62,15 +62,22 @@ def test_every_archive_certifies_the_variants_it_holds_for_this_code(known_stale
         assert ids and stale == known_stale.get(archive.name, set()), (archive.name, sorted(stale))
 
 
-def test_a_refactor_with_the_same_sass_is_certified_and_a_real_change_stays_stale(kernels, tmp_path):
+def _archive_copy(tmp_path, name: str):
+    """A copy of archive ``name`` that certify may write, where nvcc can build (else the test skips, saying
+    why)."""
     from gpumm.build import nvcc
 
     try:
         nvcc.nvcc()
     except nvcc.BuildError as exc:
         pytest.skip(str(exc))
-    archive = tmp_path / "h100"
-    shutil.copytree(paths.REFERENCE / "h100", archive)
+    archive = tmp_path / name
+    shutil.copytree(paths.REFERENCE / name, archive)
+    return archive
+
+
+def test_a_refactor_with_the_same_sass_is_certified_and_a_real_change_stays_stale(kernels, tmp_path):
+    archive = _archive_copy(tmp_path, "h100")
     naive = kernels / "matmul" / "naive.cu"
     text = naive.read_text()
     renamed = text.replace("float acc", "float sum_ab").replace("acc +=", "sum_ab +=").replace("= acc", "= sum_ab")
@@ -97,14 +104,7 @@ def test_a_refactor_with_the_same_sass_is_certified_and_a_real_change_stays_stal
 def test_a_kernel_only_the_model_steps_timed_is_certified_by_its_sass_too(kernels, tmp_path):
     """The weight streams have no raw/<variant>/ folder: the model steps record their digests in their own
     meta.json; a refactor of their file is certified against the archived build's SASS as any variant's."""
-    from gpumm.build import nvcc
-
-    try:
-        nvcc.nvcc()
-    except nvcc.BuildError as exc:
-        pytest.skip(str(exc))
-    archive = tmp_path / "h200"
-    shutil.copytree(paths.REFERENCE / "h200", archive)
+    archive = _archive_copy(tmp_path, "h200")
     vid = "bf16_stream_mma_w8"
     assert not (archive / "raw" / vid).exists() and vid in reference.step_digests(archive / "raw")
     f = kernels / "matmul_bf16" / "stream_mma.cu"
