@@ -31,7 +31,7 @@ def empty() -> dict[str, pd.DataFrame]:
     return {"fp32_rates": pd.DataFrame(columns=RATES), "fp32_dispatch": pd.DataFrame(columns=DISPATCH)}
 
 
-def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
+def tables(results: Path, gpu: dict, certified: dict[str, str] | None = None) -> dict[str, pd.DataFrame]:
     """Both FP32 tables from a run's folder (``results/`` or an archive); empty where FP32 was not timed.
     ValueError where the dispatch step applied a rule the fit step's samples do not give."""
     raw, picked = results / "raw" / "model-fp32", results / "raw" / "model-fp32-dispatch"
@@ -55,7 +55,7 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
         samples.append(timed.assign(step="dispatch"))
     s = pd.concat(samples, ignore_index=True)
     rates = rate_table(s, reference, hardware.fp32_peak(gpu))
-    changed = layers.stale({**meta.get("digests", {}), **picked_meta.get("digests", {})}, layers.certified(results))
+    changed = layers.stale({**meta.get("digests", {}), **picked_meta.get("digests", {})}, certified)
     rates["stale"] = rates.picks.isin(changed)
     if rule is None:
         return {"fp32_rates": rates, "fp32_dispatch": empty()["fp32_dispatch"]}

@@ -51,9 +51,11 @@ def step_meta(folder: Path) -> dict:
     return json.loads((folder / "meta.json").read_text()) if (folder / "meta.json").is_file() else {}
 
 
-def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
+def tables(results: Path, gpu: dict, certified: dict[str, str] | None = None) -> dict[str, pd.DataFrame]:
     """Every model table from a run's folder (``results/`` or an archive); empty ones where the model was not
-    timed. ValueError where the dispatch step applied a rule the fitted samples do not give."""
+    timed. ``certified``: the digests the run's provenance gives its variants now (``variant_digests``: a replay's
+    as its archive certifies them), which ``stale`` takes over the steps' own. ValueError where the dispatch step
+    applied a rule the fitted samples do not give."""
     raw, picked = results / "raw" / "model", results / "raw" / "model-dispatch"
     meta = step_meta(raw)
     if "model" not in meta:  # not timed (a replayed archive without it has a note in its place)
@@ -82,7 +84,7 @@ def tables(results: Path, gpu: dict) -> dict[str, pd.DataFrame]:
     s = pd.concat(samples, ignore_index=True)
     shapes = shape_table(spec, pd.concat(per_shape, ignore_index=True), s, rate, peak)
     rates = rate_table(s, shapes, reference)
-    changed = stale({**meta.get("digests", {}), **picked_meta.get("digests", {})}, certified(results))
+    changed = stale({**meta.get("digests", {}), **picked_meta.get("digests", {})}, certified)
     rates["stale"] = rates.picks.isin(changed)
     ceiling = ceiling_table(pd.read_csv(raw / "ceiling.csv") if (raw / "ceiling.csv").is_file() else None, rate)
     out = {"model_read": read, "model_ceiling": ceiling, "model_shapes": shapes, "model_rates": rates}
@@ -105,17 +107,6 @@ def stale(digests: dict[str, str], certified: dict[str, str] | None = None) -> s
 
     certified = certified or {}
     return {vid for vid, recorded in digests.items() if catalog.changed(vid, certified.get(vid, recorded))}
-
-
-def certified(results: Path) -> dict[str, str]:
-    """The digests a run's provenance gives its variants now (a replay's: as the archive certifies them; a
-    measured run's: the ones it measured with); {} where it has none."""
-    try:
-        prov = json.loads((results / "raw" / "provenance.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    found = prov.get("variant_digests") if isinstance(prov, dict) else None
-    return {vid: d for vid, d in found.items() if isinstance(d, str)} if isinstance(found, dict) else {}
 
 
 def read_table(read: pd.DataFrame) -> pd.DataFrame:

@@ -81,8 +81,9 @@ def make(variants: list[Variant], results: Path) -> dict[str, pd.DataFrame]:
     tables.update(_memory_and_transposes(results, raw["gpu"], tables))
     tables.update(_rooflines_and_claims(variants, raw, tables))
     tables.update(_beside_the_run(results, raw["prov"], tables["summary"]))
-    tables.update(layers.tables(results, raw["gpu"]))  # the model's layers (empty where not timed)
-    tables.update(fp32_dispatch.tables(results, raw["gpu"]))  # FP32 through the model's steps (likewise)
+    certified = raw["prov"].get("variant_digests") or {}  # a replay's: as its archive certifies them now
+    tables.update(layers.tables(results, raw["gpu"], certified))  # the model's layers (empty where not timed)
+    tables.update(fp32_dispatch.tables(results, raw["gpu"], certified))  # FP32 through the model's steps (likewise)
     tables["headlines"] = headlines.headlines(tables)
     missing = set(paths.TABLE_NAMES) - set(tables) - {"published"}
     if missing:
