@@ -1,4 +1,4 @@
-"""One launch of each candidate at one layer and token count, inside an NVTX range named after it, for Nsight
+"""One launch of each candidate at one layer and token count, each inside an NVTX range named ``prof``, for Nsight
 Compute (issue 40 exploration: why one weight stream reads the DRAM slower than another). The candidates as
 tools/model/run.py takes them (its --candidates file; run.py verified them first), the weight a fresh random one.
 
@@ -31,16 +31,12 @@ def main() -> None:
     p.add_argument("--tokens", type=int, required=True)
     p.add_argument("--candidates", type=Path, required=True)
     args = p.parse_args()
-    chosen = {
-        int(m): [(c[0], c[1], dict(c[2] or {})) for c in v]
-        for m, v in yaml.safe_load(args.candidates.read_text()).items()
-    }
+    chosen = run.load_candidates(args.candidates)
     cfg = yaml.safe_load((run.ROOT / "config.yaml").read_text())["model"]
     shapes = model.shapes({**cfg, "tokens": [args.tokens]})
     s = shapes[shapes.layer == args.layer].iloc[0]
     m, n, k = int(s.M), int(s.N), int(s.K)
-    props = cupy.cuda.runtime.getDeviceProperties(0)
-    arch = "sm_90a" if (props["major"], props["minor"]) == (9, 0) else f"sm_{props['major']}{props['minor']}"
+    arch = run.gpu_arch(cupy)
     mod = cupy.RawModule(path=args.cubin)
     read_mod = cupy.RawModule(path=str(run.built(catalog.microbenchmarks()["read_stream"]["file"], {}, arch)))
     A = verify.bf16_random_inputs(11, m, 8, k, cupy)[0]

@@ -77,6 +77,17 @@ def built(file: str, defines: dict, arch: str) -> Path:
     return out.with_suffix(".cubin")
 
 
+def load_candidates(path: Path) -> dict:
+    """A --candidates file (YAML: token count -> [[name, kind, defines], ...]) as launchers takes it."""
+    return {int(m): [(c[0], c[1], dict(c[2] or {})) for c in v] for m, v in yaml.safe_load(path.read_text()).items()}
+
+
+def gpu_arch(cupy) -> str:
+    """The arch to build for on this machine's GPU (sm_90a on Hopper: the wgmma and TMA builds need it)."""
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    return "sm_90a" if (props["major"], props["minor"]) == (9, 0) else f"sm_{props['major']}{props['minor']}"
+
+
 def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: dict | None = None):
     """(name, bind(A, W, C) -> launch) of each candidate for m tokens and of cuBLAS BF16 (FP32 out and compute);
     "read": the weight read alone by the read_stream micro-benchmark (module `read`), A and C untouched: the fastest
@@ -176,12 +187,7 @@ def main() -> None:
     p.add_argument("--candidates", type=Path, help="YAML: token count -> [[name, kind, defines], ...]")
     p.add_argument("--layers", help="comma-separated layers of the model (default: all)")
     args = p.parse_args()
-    chosen = None
-    if args.candidates:
-        chosen = {
-            int(m): [(c[0], c[1], dict(c[2] or {})) for c in v]
-            for m, v in yaml.safe_load(args.candidates.read_text()).items()
-        }
+    chosen = load_candidates(args.candidates) if args.candidates else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     mod = cupy.RawModule(path=args.cubin)
@@ -189,7 +195,7 @@ def main() -> None:
     cfg = {**cfg, "tokens": [int(t) for t in args.tokens.split(",")]}
     l2 = cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrL2CacheSize, 0)
     props = cupy.cuda.runtime.getDeviceProperties(0)
-    arch = "sm_90a" if (props["major"], props["minor"]) == (9, 0) else f"sm_{props['major']}{props['minor']}"
+    arch = gpu_arch(cupy)
     micro = catalog.microbenchmarks()["read_stream"]
     read_cubin = built(micro["file"], {}, arch)
     read_mod = cupy.RawModule(path=str(read_cubin))
