@@ -129,7 +129,7 @@ def ceiling(cubin: Path, weights: list[tuple[str, int, int]], settings: dict, lo
                 copies += [copies[0].copy() for _ in range(n_copies - 1)]
                 want = sum_mod32(cupy, copies[0])
             except cupy.cuda.memory.OutOfMemoryError as exc:
-                rows += [key | {"round": -1, "batch": 0, "us": math.nan, "ok": False} for key in keys]
+                rows += [_not_timed(key) for key in keys]
                 log(f"read ceiling {layer}: not timed, out of GPU memory ({exc})")
             else:
                 for key in keys:
@@ -137,11 +137,16 @@ def ceiling(cubin: Path, weights: list[tuple[str, int, int]], settings: dict, lo
                     try:
                         rows += _one_ceiling(cupy, mod.get_function(key["pattern"]), key, copies, want, settings, log)
                     except cupy.cuda.memory.OutOfMemoryError as exc:
-                        rows.append(key | {"round": -1, "batch": 0, "us": math.nan, "ok": False})
+                        rows.append(_not_timed(key))
                         log(f"read ceiling {layer} {key['pattern']}: not timed, out of GPU memory ({exc})")
             del copies
             cupy.get_default_memory_pool().free_all_blocks()
     return pd.DataFrame(rows, columns=CEILING_COLUMNS)
+
+
+def _not_timed(key: dict) -> dict:
+    """A weight's row for a pattern not timed (its sums did not check, or no room for its copies): no time."""
+    return key | {"round": -1, "batch": 0, "us": math.nan, "ok": False}
 
 
 def _one_ceiling(cupy, fn, key: dict, copies: list, want: int, settings: dict, log) -> list[dict]:
@@ -152,7 +157,7 @@ def _one_ceiling(cupy, fn, key: dict, copies: list, want: int, settings: dict, l
     reader.bind(None, copies[0], None)()
     if sum_mod32(cupy, out) != want:
         log(f"read ceiling {key['layer']} {key['pattern']}: FAILED (its sums differ from the weight's)")
-        return [key | {"round": -1, "batch": 0, "us": math.nan, "ok": False}]
+        return [_not_timed(key)]
     run, batch = layers.sample_graph(cupy, reader, None, copies, None, settings)
     kept = []
     for r in range(settings["warmup"] + settings["samples"]):
@@ -165,7 +170,7 @@ def _one_ceiling(cupy, fn, key: dict, copies: list, want: int, settings: dict, l
             kept.append(key | {"round": r, "batch": batch, "us": cupy.cuda.get_elapsed_time(s, e) * 1e3 / batch})
     if sum_mod32(cupy, out) != want:  # the last launch's sums
         log(f"read ceiling {key['layer']} {key['pattern']}: FAILED after its samples (its sums differ)")
-        return [key | {"round": -1, "batch": 0, "us": math.nan, "ok": False}]
+        return [_not_timed(key)]
     rate = copies[0].nbytes / statistics.median(r["us"] for r in kept) / 1e3
     log(f"read ceiling {key['layer']} {key['pattern']} ({n} x {k}, {key['copies']} copies): {rate:,.0f} GB/s")
     return [r | {"ok": True} for r in kept]
