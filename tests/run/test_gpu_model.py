@@ -16,7 +16,7 @@ from gpumm.setup import catalog, paths
 pytestmark = pytest.mark.gpu
 
 # every build of the weight streams: MAX_M at its defaults, min, max and between (catalog params), and each tuning
-SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_rows2", "bf16_stream_mma")}
+SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_rows2", "bf16_stream_mma", "bf16_stream_tma")}
 SELECTION["bf16_stream"] = {"MAX_M": [1, 3, 8, 16]}
 SELECTION["bf16_stream_rows2"] = {"MAX_M": [1, 3]}
 STREAMS = catalog.expand(SELECTION)
@@ -37,17 +37,26 @@ def arch():
     return f"sm_{p['major']}{p['minor']}"
 
 
+class Built(dict):
+    """Variant id -> its Launcher, each built on first use: a run that selects a few tests builds only theirs."""
+
+    def __init__(self, tmp_path_factory, arch: str):
+        super().__init__()
+        self.tmp, self.arch = tmp_path_factory, arch
+
+    def __missing__(self, vid: str) -> Launcher:
+        v, binary = catalog.from_id(vid), None
+        if v.is_cuda:
+            d = self.tmp.mktemp(v.id)
+            build.build(v, self.arch, d)
+            binary = d / v.binary_name
+        self[vid] = Launcher(v, binary)
+        return self[vid]
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, arch):
-    out = {}
-    for v in STREAMS + [catalog.from_id("cublas_bf16")]:
-        binary = None
-        if v.is_cuda:
-            d = tmp_path_factory.mktemp(v.id)
-            build.build(v, arch, d)
-            binary = d / v.binary_name
-        out[v.id] = Launcher(v, binary)
-    return out
+    return Built(tmp_path_factory, arch)
 
 
 @pytest.mark.parametrize("vid", [v.id for v in STREAMS])
@@ -65,11 +74,10 @@ def test_a_weight_stream_matches_float64_at_every_m_it_takes(built, vid):
 def test_a_weight_stream_uses_the_instruction_it_is_about(built, vid):
     sass = built[vid].binary.with_name("kernel.sass").read_text()
     ops = loops.opcodes(sass)
-    hmma = sum(o.startswith("HMMA") for o in ops)
-    assert (hmma > 0) == (built[vid].variant.family not in ("bf16_stream", "bf16_stream_rows2")), (
-        vid,
-        hmma,
-    )  # the CUDA cores' stream: none
+    hmma, hgmma = sum(o.startswith("HMMA") for o in ops), sum(o.startswith("HGMMA") for o in ops)
+    family = built[vid].variant.family
+    assert (hmma > 0) == (family == "bf16_stream_mma"), (vid, hmma)  # the CUDA cores' stream: neither
+    assert (hgmma > 0) == (family == "bf16_stream_tma"), (vid, hgmma)  # wgmma: the TMA's stream alone
     assert not any(o.startswith(("LDL", "STL")) for o in ops), vid
 
 
