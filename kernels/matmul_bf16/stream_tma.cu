@@ -33,18 +33,6 @@ using Smem = Stages<16 * KSUB, ROWS * KSUB, STAGES>;
 BF16_GEOM(.rung = 0, .bm = 16, .bn = ROWS, .bk = BK, .stages = STAGES, .threads = THREADS, .smem = Smem::SMEM,
           .cluster = 1, .abox = 16, .bbox = ROWS, .tma = 1);
 
-// d (8 floats a thread) += the weight's 64 x 16 (descriptor da) times the tokens' 16 x 16 (db), both K-major in
-// the 128-byte swizzle; scale_d 0: d = the product (the first k-step). wgmma_ops.cuh has the race's wider N.
-__device__ __forceinline__ void wgmma_n16(float (&d)[8], uint64_t da, uint64_t db, int scale_d)
-{
-    asm volatile("{\n.reg .pred p;\n"
-                 "setp.ne.b32 p, %10, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-                 : "l"(da), "l"(db), "r"(scale_d));
-}
-
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     bf16_stream_tma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
                     float *__restrict__ C, int M, int N, int K)
@@ -82,12 +70,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     int prev = 0;
     consume(ring, prev, sm.full, nk, [&](int s, int kt) {
 #pragma unroll
-        for (int j = 0; j < KSUB; ++j) {
-            const uint64_t dw = desc_sw128(sm.b_at(s) + j * ROWS * 128), dt = desc_sw128(sm.a_at(s) + j * 16 * 128);
-#pragma unroll
-            for (int kk = 0; kk < BK / 16; ++kk) {  // +32 bytes a k-step inside the swizzled row
-                wgmma_n16(d, dw + 2 * kk, dt + 2 * kk, kt > 0 || j > 0 || kk > 0);
-            }
+        for (int j = 0; j < KSUB; ++j) {  // the weight's box as wgmma's A (64 rows), the tokens' as its B (N = 16)
+            mma_ktile<16>(d, sm.b_at(s) + j * ROWS * 128, sm.a_at(s) + j * 16 * 128, kt == 0 && j == 0);
         }
     }, release);
     wg_wait<0>();  // the last group done (its stage need not be freed: no copy comes after it)

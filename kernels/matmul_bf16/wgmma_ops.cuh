@@ -5,6 +5,19 @@
 #include <stdint.h>
 
 template <int N> struct Wgmma;
+template <> struct Wgmma<16> {
+    static __device__ __forceinline__ void mma(float (&d)[8], uint64_t da, uint64_t db, int scale_d)
+    {
+        asm volatile("{\n.reg .pred p;\n"
+                     "setp.ne.b32 p, %10, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+                     "{%0, %1, %2, %3, %4, %5, %6, %7}, "
+                     "%8, %9, p, 1, 1, 0, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                     : "l"(da), "l"(db), "r"(scale_d));
+    }
+};
+
 template <> struct Wgmma<64> {
     static __device__ __forceinline__ void mma(float (&d)[32], uint64_t da, uint64_t db, int scale_d)
     {
