@@ -18,17 +18,7 @@
 // decoding GEMMs, and this ladder's TMA pipeline (pipeline.cuh, rung 3 on). sm_90a.
 // Shapes: M ≤ 16 (rows of C past 16 would stay unwritten, as the checks' NaN poison shows; the model step gives it
 // no more, gpumm.run.layers.takes), any N, K a multiple of 8 (the TMA's row pitch); edges zero-filled by the TMA.
-#include "../need.cuh"
-#include "geometry.cuh"
-#include "pipeline.cuh"
-
-NEED(MAX_M); NEED(STAGES); NEED(KSUB);
-static_assert(MAX_M == 16, "MAX_M: the tokens are wgmma's N side of 16");
-#define ROWS 64           // weight rows a block: one consumer warpgroup
-#define THREADS (128 + 32)  // the consumer warpgroup, then the producer's warp
-#define KS (BK * KSUB)    // a stage's depth along K: KSUB boxes of 64 side by side
-// the stages: the tokens as the A tile, the weight as the B tile; box j of a stage at j x its box's bytes
-using Smem = Stages<16 * KSUB, ROWS * KSUB, STAGES>;
+#include "stream_tma.cuh"
 
 BF16_GEOM(.rung = 0, .bm = 16, .bn = ROWS, .bk = BK, .stages = STAGES, .threads = THREADS, .smem = Smem::SMEM,
           .cluster = 1, .abox = 16, .bbox = ROWS, .tma = 1);
@@ -49,13 +39,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     if (__shfl_sync(0xffffffffu, tid / 128, 0) == 1) {  // the producer's warp: one thread issues the copies
         if (tid == 128) {
             Ring<STAGES> ring;
+            const uint64_t policy = weight_policy();
             produce(ring, sm.full, sm.empty, nk, Smem::TX, [&](int s, uint32_t bar, int k) {
-                const int k0 = (k / BK) * KS;  // produce counts k in steps of BK, one a stage
-#pragma unroll
-                for (int j = 0; j < KSUB; ++j) {
-                    tma_load(sm.a_at(s) + j * 16 * 128, &tmA, bar, k0 + j * BK, 0);
-                    tma_load(sm.b_at(s) + j * ROWS * 128, &tmW, bar, k0 + j * BK, n0);
-                }
+                load_stage(sm, s, bar, &tmA, &tmW, (k / BK) * KS, n0, policy);  // produce counts k in steps of BK
             });
         }
         return;
@@ -68,21 +54,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const Release<1> release{sm.empty};
     Ring<STAGES> ring;
     int prev = 0;
-    consume(ring, prev, sm.full, nk, [&](int s, int kt) {
-#pragma unroll
-        for (int j = 0; j < KSUB; ++j) {  // the weight's box as wgmma's A (64 rows), the tokens' as its B (N = 16)
-            mma_ktile<16>(d, sm.b_at(s) + j * ROWS * 128, sm.a_at(s) + j * 16 * 128, kt == 0 && j == 0);
-        }
-    }, release);
+    consume(ring, prev, sm.full, nk, [&](int s, int kt) { mma_stage(d, sm, s, kt == 0); }, release);
     wg_wait<0>();  // the last group done (its stage need not be freed: no copy comes after it)
     fence_acc(d);
-    // d[4j + 2h + e]: weight row 16 w + g + 8h of the block's 64, token 8j + 2t + e (lane = 4g + t, warp w)
-    const int lane = tid % 32, n = n0 + 16 * (tid / 32) + (lane >> 2), m = 2 * (lane & 3);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const int row = n + 8 * ((i >> 1) & 1), tok = m + 8 * (i >> 2) + (i & 1);
-        if (tok < M && row < N) {
-            C[(size_t)tok * N + row] = d[i];
-        }
-    }
+    store_rows(d, C, M, N, n0, tid);
 }

@@ -1,0 +1,69 @@
+// What the TMA's weight streams share (stream_tma.cu, stream_sk.cu): the stage (KSUB boxes of the weight's 64 rows
+// and of the 16 tokens, side by side along K), its load by one producer thread, its wgmmas, and the store of a
+// block's 64 rows x 16 tokens from the accumulators. Not a kernel.
+#pragma once
+#include "../need.cuh"
+#include "geometry.cuh"
+#include "pipeline.cuh"
+
+NEED(MAX_M); NEED(STAGES); NEED(KSUB); NEED(EVICT);
+static_assert(MAX_M == 16, "MAX_M: the tokens are wgmma's N side of 16");
+#define ROWS 64           // weight rows a block: one consumer warpgroup
+#define THREADS (128 + 32)  // the consumer warpgroup, then the producer's warp
+#define KS (BK * KSUB)    // a stage's depth along K: KSUB boxes of 64 side by side
+// the stages: the tokens as the A tile, the weight as the B tile; box j of a stage at j x its box's bytes
+using Smem = Stages<16 * KSUB, ROWS * KSUB, STAGES>;
+
+// the L2 policy of the weight's boxes (the producer thread's): read once this step, first in line for eviction
+// (EVICT 1, as the CUDA-core streams' ld.global.cs), so that the tokens and the next layer's reads keep their
+// lines; EVICT 0: no hint
+__device__ __forceinline__ uint64_t weight_policy()
+{
+    uint64_t policy = 0;
+    if (EVICT) {
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    }
+    return policy;
+}
+
+// stage s: the tokens' and rows n0.. of the weight's KSUB boxes from column k0 on, completing on `bar`
+__device__ __forceinline__ void load_stage(const Smem &sm, int s, uint32_t bar, const CUtensorMap *tmA,
+                                           const CUtensorMap *tmW, int k0, int n0, uint64_t policy)
+{
+#pragma unroll
+    for (int j = 0; j < KSUB; ++j) {
+        const uint32_t w = sm.b_at(s) + j * ROWS * 128;
+        tma_load(sm.a_at(s) + j * 16 * 128, tmA, bar, k0 + j * BK, 0);
+        if (EVICT) {
+            asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                         " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(w),
+                         "l"((uint64_t)tmW), "r"(bar), "r"(k0 + j * BK), "r"(n0), "l"(policy)
+                         : "memory");
+        } else {
+            tma_load(w, tmW, bar, k0 + j * BK, n0);
+        }
+    }
+}
+
+// stage s's wgmmas: the weight's box as wgmma's A (64 rows), the tokens' as its B (N = 16); `first`: D = A * B
+__device__ __forceinline__ void mma_stage(float (&d)[8], const Smem &sm, int s, bool first)
+{
+#pragma unroll
+    for (int j = 0; j < KSUB; ++j) {
+        mma_ktile<16>(d, sm.b_at(s) + j * ROWS * 128, sm.a_at(s) + j * 16 * 128, first && j == 0);
+    }
+}
+
+// C's values from d (consumer thread tid): d[4j + 2h + e] is weight row 16 w + g + 8h of the block's 64 from n0,
+// token 8j + 2t + e (lane = 4g + t, warp w)
+__device__ __forceinline__ void store_rows(const float (&d)[8], float *C, int M, int N, int n0, int tid)
+{
+    const int lane = tid % 32, n = n0 + 16 * (tid / 32) + (lane >> 2), m = 2 * (lane & 3);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const int row = n + 8 * ((i >> 1) & 1), tok = m + 8 * (i >> 2) + (i & 1);
+        if (tok < M && row < N) {
+            C[(size_t)tok * N + row] = d[i];
+        }
+    }
+}
