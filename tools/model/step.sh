@@ -6,7 +6,7 @@
 # `snakemake --cores 1 --configfile workflow/configs/model.yaml` (rules model, model_rule, model_dispatch).
 set -u
 cp -r results/carry/build results/ 2>/dev/null || { mkdir -p results; cp -r results/carry/build results/build; }
-K=bf16_stream_max_m1,bf16_stream_max_m8,bf16_stream_rows2_max_m1,bf16_stream_mma_w8,bf16_stream_mma_w16,bf16_stream_mma_w8pipe,bf16_stream_mma_m64,bf16_stream_mma_w8pf,bf16_stream_mma_w16pf,bf16_stream_mma_w12pf,bf16_stream_mma_w20pf,bf16_stream_tma_k4s5,bf16_stream_tma_k4s4,bf16_persistent,bf16_cluster,bf16_pingpong,cublas_bf16
+K=bf16_stream_max_m1,bf16_stream_max_m8,bf16_stream_rows2_max_m1,bf16_stream_mma_w8,bf16_stream_mma_w16,bf16_stream_mma_w8pipe,bf16_stream_mma_m64,bf16_stream_mma_w8pf,bf16_stream_mma_w16pf,bf16_stream_mma_w12pf,bf16_stream_mma_w20pf,bf16_stream_tma_k4s5e,bf16_stream_tma_k4s4e,bf16_persistent,bf16_cluster,bf16_pingpong,cublas_bf16
 MODEL=$(python -c "import yaml,json;print(json.dumps(yaml.safe_load(open('config.yaml'))['model']))")
 R=/tmp/res/$1
 mkdir -p $R
