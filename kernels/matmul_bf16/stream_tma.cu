@@ -13,7 +13,9 @@
 // the weight read alone's on the layers of few rows (down: 64 blocks; the output layer), with 5 warps resident.
 // Explored (data/checks/model-decode-tma-h200): one box a stage, 128 and 256 rows a block, two or three blocks an
 // SM, and K split across a cluster's blocks with the partial sums added through distributed shared memory all
-// lose to this shape. Where it comes from: cuBLAS's own choice at these shapes (Nsight Compute names
+// lose to this shape; an L2 evict-first hint on the weight's boxes (EVICT 1, stream_tma.cuh) gains 0.9 to 3.0
+// points of the bound at 16 tokens, and a Stream-K split of the stages over every SM loses on down and the output
+// layer (data/checks/model-decode-evict-h200). Where it comes from: cuBLAS's own choice at these shapes (Nsight Compute names
 // nvjet_sm90_tss_128x16, TMA-fed, at 14% occupancy, data/checks/model-decode-m16-h200), the "swap A and B" of
 // decoding GEMMs, and this ladder's TMA pipeline (pipeline.cuh, rung 3 on). sm_90a.
 // Shapes: M ≤ 16 (rows of C past 16 would stay unwritten, as the checks' NaN poison shows; the model step gives it
