@@ -4,20 +4,20 @@
 // C (fp32, M x N, row-major) = A (bf16, M x K, row-major) * B, B given as Bt (bf16, N x K, row-major). Computed as
 // Cᵀ = Bt · Aᵀ: a block owns 64 weight rows, and one consumer warpgroup multiplies them with wgmma m64n16k16 (the
 // weight's 64 rows on the instruction's M side, the 16 tokens on its N side) along all of K.
-// Adds over stream_mma.cu (mma.sync fed from registers: at 16 tokens 8 to 16 points under the weight read alone
-// on down, QKV and the output layer, data/checks/model-decode-m16-h200): one producer thread keeps STAGES stages
-// in flight through the TMA, on mbarriers, each KSUB boxes of the weight (64 rows x 64 columns, side by side along
-// K: KSUB x 128 contiguous bytes of each row) and the same of the tokens (16 x 64, zeros past M); the consumers
-// free a stage as soon as their wgmma has read it. One block an SM holds 160 to 200 KiB of the weight in flight,
-// where warps hold what their registers take. Counters it should move: dram__bytes_read.sum.per_second toward
+// Adds over stream_mma.cu (mma.sync fed from registers: at 16 tokens 8 to 16 points under the weight read alone on
+// down, QKV and the output layer, data/checks/model-decode-m16-h200): one producer thread keeps STAGES stages in flight
+// through the TMA, on mbarriers, each KSUB boxes of the weight (64 rows x 64 columns, side by side along K: KSUB x 128
+// contiguous bytes of each row) and the same of the tokens (16 x 64, zeros past M); the consumers free a stage as soon
+// as their wgmma has read it. One block an SM holds 128 to 160 KiB of the weight in flight (160 to 200 KiB with the
+// tokens'), where warps hold what their registers take. Counters it should move: dram__bytes_read.sum.per_second toward
 // the weight read alone's on the layers of few rows (down: 64 blocks; the output layer), with 5 warps resident.
-// Explored (data/checks/model-decode-tma-h200): one box a stage, 128 and 256 rows a block, two or three blocks an
-// SM, and K split across a cluster's blocks with the partial sums added through distributed shared memory all
-// lose to this shape; an L2 evict-first hint on the weight's boxes (EVICT 1, stream_tma.cuh) gains 0.9 to 3.0
-// points of the bound at 16 tokens, and a Stream-K split of the stages over every SM loses on down and the output
-// layer (data/checks/model-decode-evict-h200). Where it comes from: cuBLAS's own choice at these shapes (Nsight Compute names
-// nvjet_sm90_tss_128x16, TMA-fed, at 14% occupancy, data/checks/model-decode-m16-h200), the "swap A and B" of
-// decoding GEMMs, and this ladder's TMA pipeline (pipeline.cuh, rung 3 on). sm_90a.
+// Explored (data/checks/model-decode-tma-h200): one box a stage, 128 and 256 rows a block, two or three blocks an SM,
+// and K split across a cluster's blocks with the partial sums added through distributed shared memory all lose to this
+// shape; an L2 evict-first hint on the weight's boxes (stream_tma.cuh) gains 0.9 to 3.0 points of the bound at 16
+// tokens, and a Stream-K split of the stages over every SM loses on down, QKV and the output layer
+// (data/checks/model-decode-evict-h200). Where it comes from: cuBLAS's own choice at these shapes (Nsight Compute names
+// nvjet_sm90_tss_128x16, TMA-fed, at 14% occupancy, data/checks/model-decode-m16-h200), the "swap A and B" of decoding
+// GEMMs, and this ladder's TMA pipeline (pipeline.cuh, rung 3 on). sm_90a.
 // Shapes: M ≤ 16 (rows of C past 16 would stay unwritten, as the checks' NaN poison shows; the model step gives it
 // no more, gpumm.run.layers.takes), any N, K a multiple of 8 (the TMA's row pitch); edges zero-filled by the TMA.
 #include "stream_tma.cuh"

@@ -1,12 +1,13 @@
-// What the TMA's weight streams share (stream_tma.cu, stream_sk.cu): the stage (KSUB boxes of the weight's 64 rows
-// and of the 16 tokens, side by side along K), its load by one producer thread, its wgmmas, and the store of a
-// block's 64 rows x 16 tokens from the accumulators. Not a kernel.
+// What the TMA's weight stream keeps apart from its kernel (stream_tma.cu; stream_sk.cu shared it while it was
+// explored): the stage (KSUB boxes of the weight's 64 rows and of the 16 tokens, side by side along K), its load by
+// one producer thread with the weight's boxes evict first in the L2, its wgmmas, and the store of a block's 64
+// rows x 16 tokens from the accumulators. Not a kernel.
 #pragma once
 #include "../need.cuh"
 #include "geometry.cuh"
 #include "pipeline.cuh"
 
-NEED(MAX_M); NEED(STAGES); NEED(KSUB); NEED(EVICT);
+NEED(MAX_M); NEED(STAGES); NEED(KSUB);
 static_assert(MAX_M == 16, "MAX_M: the tokens are wgmma's N side of 16");
 #define ROWS 64           // weight rows a block: one consumer warpgroup
 #define THREADS (128 + 32)  // the consumer warpgroup, then the producer's warp
@@ -14,34 +15,28 @@ static_assert(MAX_M == 16, "MAX_M: the tokens are wgmma's N side of 16");
 // the stages: the tokens as the A tile, the weight as the B tile; box j of a stage at j x its box's bytes
 using Smem = Stages<16 * KSUB, ROWS * KSUB, STAGES>;
 
-// the L2 policy of the weight's boxes (the producer thread's): read once this step, first in line for eviction
-// (EVICT 1, as the CUDA-core streams' ld.global.cs), so that the tokens and the next layer's reads keep their
-// lines; EVICT 0: no hint
+// the L2 policy of the weight's boxes (the producer thread's): read once this step, first in line for eviction (as
+// the CUDA-core streams' ld.global.cs), so that the tokens and the next layer's reads keep their lines: 0.9 to 3.0
+// points of the DRAM bound at 16 tokens on an H200 (data/checks/model-decode-evict-h200)
 __device__ __forceinline__ uint64_t weight_policy()
 {
-    uint64_t policy = 0;
-    if (EVICT) {
-        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    }
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
     return policy;
 }
 
-// stage s: the tokens' and rows n0.. of the weight's KSUB boxes from column k0 on, completing on `bar`
+// stage s: the tokens' and rows n0.. of the weight's KSUB boxes from column k0 on, completing on `bar`; the
+// weight's with the L2 `policy`
 __device__ __forceinline__ void load_stage(const Smem &sm, int s, uint32_t bar, const CUtensorMap *tmA,
                                            const CUtensorMap *tmW, int k0, int n0, uint64_t policy)
 {
 #pragma unroll
     for (int j = 0; j < KSUB; ++j) {
-        const uint32_t w = sm.b_at(s) + j * ROWS * 128;
         tma_load(sm.a_at(s) + j * 16 * 128, tmA, bar, k0 + j * BK, 0);
-        if (EVICT) {
-            asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                         " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(w),
-                         "l"((uint64_t)tmW), "r"(bar), "r"(k0 + j * BK), "r"(n0), "l"(policy)
-                         : "memory");
-        } else {
-            tma_load(w, tmW, bar, k0 + j * BK, n0);
-        }
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                     " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(sm.b_at(s) + j * ROWS * 128),
+                     "l"((uint64_t)tmW), "r"(bar), "r"(k0 + j * BK), "r"(n0), "l"(policy)
+                     : "memory");
     }
 }
 

@@ -112,6 +112,22 @@ def test_each_rung_compiles_to_the_instruction_it_is_about(built):
         assert report["spill_store_bytes"] == 0 and not any(o.startswith(("LDL", "STL")) for o in ops), vid
 
 
+def test_the_tma_stream_loads_the_weight_evict_first_and_the_tokens_without_a_hint(built):
+    """bf16_stream_tma: each stage's KSUB boxes of the weight carry the L2 cache hint (a policy made evict first),
+    its KSUB boxes of the tokens none; in the SASS, UTMALDG with a cache-policy descriptor for the weight alone."""
+    streams = [(v, d) for v, _, d in built.values() if v.family == "bf16_stream_tma"]
+    assert streams, "no build of bf16_stream_tma in the catalog"
+    for v, d in streams:
+        ksub = int(dict(v.defines)["KSUB"])
+        ptx = (d / "kernel.ptx").read_text()
+        assert "createpolicy.fractional.L2::evict_first" in ptx, v.id
+        loads = [ln for ln in ptx.splitlines() if "cp.async.bulk.tensor.2d" in ln]
+        hinted = [ln for ln in loads if ".L2::cache_hint" in ln]
+        assert (len(hinted), len(loads) - len(hinted)) == (ksub, ksub), (v.id, len(hinted), len(loads))
+        sass = [ln for ln in (d / "kernel.sass").read_text().splitlines() if "UTMALDG" in ln]
+        assert sum("desc[" in ln for ln in sass) == ksub and len(sass) == 2 * ksub, (v.id, sass)
+
+
 def test_the_geometry_each_cubin_describes_agrees_with_the_catalog(built):
     """The launcher reads threads, shared memory and TMA boxes from the cubin, the grid from the catalog: they
     must describe the same kernel (threads, one block per tile or per SM, boxes the TMA can copy)."""
