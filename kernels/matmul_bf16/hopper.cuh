@@ -1,8 +1,9 @@
-// Shared helpers of the BF16 ladder's Hopper rungs (wgmma_tma, warpspec, persistent, cluster, pingpong): thin
-// inline-PTX wrappers for mbarriers, TMA (cp.async.bulk.tensor) loads and stores, wgmma fences and descriptors,
-// setmaxnreg and clusters, and the two epilogues (direct stores of the wgmma accumulators, or a TMA store through a
-// swizzled shared staging buffer). Written from the PTX ISA (sections on mbarrier, cp.async.bulk.tensor, wgmma and
-// its shared-memory matrix descriptor, setmaxnreg) and the CUDA driver API's cuTensorMapEncodeTiled; not a kernel.
+// Shared helpers of the BF16 ladder's Hopper rungs (wgmma_tma, warpspec, persistent, cluster, pingpong) and the
+// TMA's weight stream: thin inline-PTX wrappers for mbarriers, TMA (cp.async.bulk.tensor) loads, with an L2 cache
+// policy or without, and stores, wgmma fences and descriptors, setmaxnreg and clusters, and the two epilogues
+// (direct stores of the wgmma accumulators, or a TMA store through a swizzled shared staging buffer). Written from
+// the PTX ISA (sections on mbarrier, cp.async.bulk.tensor, createpolicy, wgmma and its shared-memory matrix
+// descriptor, setmaxnreg) and the CUDA driver API's cuTensorMapEncodeTiled; not a kernel.
 #pragma once
 #include <cuda.h>  // CUtensorMap (a 128-byte opaque struct made on the host by cuTensorMapEncodeTiled)
 #include <stdint.h>
@@ -76,6 +77,22 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, u
             dst),
         "l"((uint64_t)map), "r"(bar), "r"(c0), "r"(c1)
         : "memory");
+}
+// tma_load with an L2 cache `policy` for the box's lines (from l2_evict_first, for one)
+__device__ __forceinline__ void tma_load_hint(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0, int c1,
+                                              uint64_t policy)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
+                 "l"((uint64_t)map), "r"(bar), "r"(c0), "r"(c1), "l"(policy)
+                 : "memory");
+}
+// an L2 cache policy: every line it covers first in line for eviction (data read once)
+__device__ __forceinline__ uint64_t l2_evict_first()
+{
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    return policy;
 }
 // the same box written to the same offset `dst` in every CTA of `mask`, completing on each one's `bar`
 __device__ __forceinline__ void tma_load_multicast(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0, int c1,

@@ -41,7 +41,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     if (__shfl_sync(0xffffffffu, tid / 128, 0) == 1) {  // the producer's warp: one thread issues the copies
         if (tid == 128) {
             Ring<STAGES> ring;
-            const uint64_t policy = weight_policy();
+            const uint64_t policy = l2_evict_first();
             produce(ring, sm.full, sm.empty, nk, Smem::TX, [&](int s, uint32_t bar, int k) {
                 load_stage(sm, s, bar, &tmA, &tmW, (k / BK) * KS, n0, policy);  // produce counts k in steps of BK
             });

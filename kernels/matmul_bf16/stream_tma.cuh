@@ -15,28 +15,17 @@ static_assert(MAX_M == 16, "MAX_M: the tokens are wgmma's N side of 16");
 // the stages: the tokens as the A tile, the weight as the B tile; box j of a stage at j x its box's bytes
 using Smem = Stages<16 * KSUB, ROWS * KSUB, STAGES>;
 
-// the L2 policy of the weight's boxes (the producer thread's): read once this step, first in line for eviction (as
-// the CUDA-core streams' ld.global.cs), so that the tokens and the next layer's reads keep their lines: 0.9 to 3.0
-// points of the DRAM bound at 16 tokens on an H200 (data/checks/model-decode-evict-h200)
-__device__ __forceinline__ uint64_t weight_policy()
-{
-    uint64_t policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    return policy;
-}
-
 // stage s: the tokens' and rows n0.. of the weight's KSUB boxes from column k0 on, completing on `bar`; the
-// weight's with the L2 `policy`
+// weight's with the L2 `policy` (l2_evict_first: read once this step, as the CUDA-core streams' ld.global.cs, so
+// that the tokens and the next layer's reads keep their lines; 0.9 to 3.0 points of the DRAM bound at 16 tokens
+// on an H200, data/checks/model-decode-evict-h200)
 __device__ __forceinline__ void load_stage(const Smem &sm, int s, uint32_t bar, const CUtensorMap *tmA,
                                            const CUtensorMap *tmW, int k0, int n0, uint64_t policy)
 {
 #pragma unroll
     for (int j = 0; j < KSUB; ++j) {
         tma_load(sm.a_at(s) + j * 16 * 128, tmA, bar, k0 + j * BK, 0);
-        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                     " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(sm.b_at(s) + j * ROWS * 128),
-                     "l"((uint64_t)tmW), "r"(bar), "r"(k0 + j * BK), "r"(n0), "l"(policy)
-                     : "memory");
+        tma_load_hint(sm.b_at(s) + j * ROWS * 128, tmW, bar, k0 + j * BK, n0, policy);
     }
 }
 
