@@ -15,9 +15,10 @@
 // and K split across a cluster's blocks with the partial sums added through distributed shared memory all lose to this
 // shape; an L2 evict-first hint on the weight's boxes (stream_tma.cuh) gains 0.9 to 3.0 points of the bound at 16
 // tokens, and a Stream-K split of the stages over every SM loses on down, QKV and the output layer
-// (data/checks/model-decode-evict-h200). Where it comes from: cuBLAS's own choice at these shapes (Nsight Compute names
-// nvjet_sm90_tss_128x16, TMA-fed, at 14% occupancy, data/checks/model-decode-m16-h200), the "swap A and B" of decoding
-// GEMMs, and this ladder's TMA pipeline (pipeline.cuh, rung 3 on). sm_90a.
+// (data/checks/model-decode-evict-h200); the tokens' boxes multicast to a cluster of 2 or 4 blocks lose about 3
+// points on every layer (data/checks/model-decode-mc-h200). Where it comes from: cuBLAS's own choice at these
+// shapes (Nsight Compute names nvjet_sm90_tss_128x16, TMA-fed, at 14% occupancy, data/checks/model-decode-m16-h200),
+// the "swap A and B" of decoding GEMMs, and this ladder's TMA pipeline (pipeline.cuh, rung 3 on). sm_90a.
 // Shapes: M ≤ 16 (rows of C past 16 would stay unwritten, as the checks' NaN poison shows; the model step gives it
 // no more, gpumm.run.layers.takes), any N, K a multiple of 8 (the TMA's row pitch); edges zero-filled by the TMA.
 #include "stream_tma.cuh"
