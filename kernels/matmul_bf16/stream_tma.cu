@@ -24,7 +24,7 @@
 #include "stream_tma.cuh"
 
 BF16_GEOM(.rung = 0, .bm = 16, .bn = ROWS, .bk = BK, .stages = STAGES, .threads = THREADS, .smem = Smem::SMEM,
-          .cluster = 1, .abox = 16, .bbox = ROWS, .tma = 1);
+          .cluster = 1, .abox = 16, .bbox = BOXR, .tma = 1);
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     bf16_stream_tma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
