@@ -18,6 +18,5 @@ struct Bf16Geom {
     int gm;          // tile-order group height (persistent rungs)
     int cbox_cols;   // C's TMA store box: columns (fp32) and rows
     int cbox_rows;
-    int box3;        // > 0: also takes 3-D maps of A and Bt whose box is box3 k-tiles deep (one copy a stage)
 };
 #define BF16_GEOM(...) extern "C" __constant__ Bf16Geom bf16_geom = {__VA_ARGS__}

@@ -87,24 +87,6 @@ __device__ __forceinline__ void tma_load_hint(uint32_t dst, const CUtensorMap *m
                  "l"((uint64_t)map), "r"(bar), "r"(c0), "r"(c1), "l"(policy)
                  : "memory");
 }
-// the 3-D box at (c0 = column in a k-tile, c1 = row, c2 = k-tile) of a map over (64 columns, rows, k-tiles): a
-// box of d k-tiles lands as d 2-D boxes side by side, k-tile by k-tile
-__device__ __forceinline__ void tma_load3(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0, int c1, int c2)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::
-            "r"(dst),
-        "l"((uint64_t)map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
-        : "memory");
-}
-__device__ __forceinline__ void tma_load3_hint(uint32_t dst, const CUtensorMap *map, uint32_t bar, int c0, int c1,
-                                               int c2, uint64_t policy)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-                 " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(dst),
-                 "l"((uint64_t)map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "l"(policy)
-                 : "memory");
-}
 // an L2 cache policy: every line it covers first in line for eviction (data read once)
 __device__ __forceinline__ uint64_t l2_evict_first()
 {

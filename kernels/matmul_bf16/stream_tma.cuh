@@ -7,12 +7,11 @@
 #include "geometry.cuh"
 #include "pipeline.cuh"
 
-NEED(MAX_M); NEED(STAGES); NEED(KSUB); NEED(BOXR);
+NEED(MAX_M); NEED(STAGES); NEED(KSUB);
 static_assert(MAX_M == 16, "MAX_M: the tokens are wgmma's N side of 16");
 #define ROWS 64           // weight rows a block: one consumer warpgroup
 #define THREADS (128 + 32)  // the consumer warpgroup, then the producer's warp
 #define KS (BK * KSUB)    // a stage's depth along K: KSUB boxes of 64 side by side
-static_assert(ROWS % BOXR == 0 && BOXR % 8 == 0, "BOXR: whole 8-row swizzle atoms of the block's rows");
 // the stages: the tokens as the A tile, the weight as the B tile; box j of a stage at j x its box's bytes
 using Smem = Stages<16 * KSUB, ROWS * KSUB, STAGES>;
 
@@ -23,26 +22,10 @@ using Smem = Stages<16 * KSUB, ROWS * KSUB, STAGES>;
 __device__ __forceinline__ void load_stage(const Smem &sm, int s, uint32_t bar, const CUtensorMap *tmA,
                                            const CUtensorMap *tmW, int k0, int n0, uint64_t policy)
 {
-    if constexpr (BOXR == ROWS) {
 #pragma unroll
-        for (int j = 0; j < KSUB; ++j) {
-            tma_load(sm.a_at(s) + j * 16 * 128, tmA, bar, k0 + j * BK, 0);
-            tma_load_hint(sm.b_at(s) + j * ROWS * 128, tmW, bar, k0 + j * BK, n0, policy);
-        }
-    } else {  // the weight in boxes of BOXR rows, a group of rows' KSUB boxes one after the other: KSUB x 128
-              // contiguous bytes of each of BOXR rows asked for together (the swizzle follows the shared address,
-              // so a box of whole 8-row atoms lands as the 64-row box would)
-#pragma unroll
-        for (int j = 0; j < KSUB; ++j) {
-            tma_load(sm.a_at(s) + j * 16 * 128, tmA, bar, k0 + j * BK, 0);
-        }
-#pragma unroll
-        for (int r = 0; r < ROWS; r += BOXR) {
-#pragma unroll
-            for (int j = 0; j < KSUB; ++j) {
-                tma_load_hint(sm.b_at(s) + (j * ROWS + r) * 128, tmW, bar, k0 + j * BK, n0 + r, policy);
-            }
-        }
+    for (int j = 0; j < KSUB; ++j) {
+        tma_load(sm.a_at(s) + j * 16 * 128, tmA, bar, k0 + j * BK, 0);
+        tma_load_hint(sm.b_at(s) + j * ROWS * 128, tmW, bar, k0 + j * BK, n0, policy);
     }
 }
 

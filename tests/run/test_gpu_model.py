@@ -16,9 +16,7 @@ from gpumm.setup import catalog, paths
 pytestmark = pytest.mark.gpu
 
 # every build of the weight streams: MAX_M at its defaults, min, max and between (catalog params), and each tuning
-SELECTION = {
-    f: {} for f in ("bf16_stream", "bf16_stream_rows2", "bf16_stream_mma", "bf16_stream_tma", "bf16_stream_box3")
-}
+SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_rows2", "bf16_stream_mma", "bf16_stream_tma")}
 SELECTION["bf16_stream"] = {"MAX_M": [1, 3, 8, 16]}
 SELECTION["bf16_stream_rows2"] = {"MAX_M": [1, 3]}
 STREAMS = catalog.expand(SELECTION)
@@ -79,7 +77,7 @@ def test_a_weight_stream_uses_the_instruction_it_is_about(built, vid):
     hmma, hgmma = sum(o.startswith("HMMA") for o in ops), sum(o.startswith("HGMMA") for o in ops)
     family = built[vid].variant.family
     assert (hmma > 0) == (family == "bf16_stream_mma"), (vid, hmma)  # the CUDA cores' stream: neither
-    assert (hgmma > 0) == (family in ("bf16_stream_tma", "bf16_stream_box3")), (vid, hgmma)  # wgmma: the TMA's
+    assert (hgmma > 0) == (family == "bf16_stream_tma"), (vid, hgmma)  # wgmma: the TMA's stream alone
     assert not any(o.startswith(("LDL", "STL")) for o in ops), vid
 
 

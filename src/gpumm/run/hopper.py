@@ -115,24 +115,6 @@ def tensor_map(ptr: int, dtype: int, elem: int, rows: int, cols: int, box_rows: 
     return m
 
 
-def tensor_map3(ptr: int, rows: int, cols: int, box_rows: int, tiles: int) -> np.ndarray:
-    """A 3-D view of a row-major rows x cols BF16 array (cols a multiple of 8) as (64 columns, rows, whole k-tiles
-    of 64 columns), its box 64 x box_rows x ``tiles``: a box lands in shared memory as ``tiles`` 2-D boxes of
-    box_rows x 64 side by side (128-byte swizzle, zeros past the rows and past the last whole k-tile); as
-    ``tensor_map``'s. The k-tiles past cols // 64 (a partial last one) are the 2-D map's to load."""
-    raw = (ctypes.c_uint8 * 256)()
-    at = (ctypes.addressof(raw) + 127) & ~127
-    dims = (ctypes.c_uint64 * 3)(64, rows, max(1, cols // 64))
-    strides = (ctypes.c_uint64 * 2)(cols * 2, 128)
-    box = (ctypes.c_uint32 * 3)(64, box_rows, tiles)
-    steps = (ctypes.c_uint32 * 3)(1, 1, 1)
-    res = _driver().cuTensorMapEncodeTiled(at, BFLOAT16, 3, ptr, dims, strides, box, steps, 0, 3, 3, 0)
-    _check(res, f"cuTensorMapEncodeTiled({rows} x {cols} as k-tiles, box {box_rows} x 64 x {tiles})")
-    m = np.zeros(1, dtype=MAP)
-    ctypes.memmove(m.ctypes.data, at, 128)
-    return m
-
-
 def prepare(fn, geom: dict[str, int]) -> None:
     """Let ``fn`` (a CuPy RawKernel) have the dynamic shared memory its geometry asks for (over 48 KB needs it)."""
     if geom["smem"] > 0:
@@ -156,10 +138,6 @@ def arguments(geom: dict[str, int], A, Bt, C, M: int, N: int, K: int) -> tuple:
         return (A, Bt, C, *ints)
     ma = tensor_map(A.data.ptr, BFLOAT16, 2, M, K, geom["abox"], geom["bk"])
     mb = tensor_map(Bt.data.ptr, BFLOAT16, 2, N, K, geom["bbox"], geom["bk"])
-    if geom.get("box3"):  # and the 3-D maps whose box is a whole stage
-        ma3 = tensor_map3(A.data.ptr, M, K, geom["abox"], geom["box3"])
-        mb3 = tensor_map3(Bt.data.ptr, N, K, geom["bbox"], geom["box3"])
-        return (ma, mb, ma3, mb3, C, *ints)
     if not geom["persistent"]:
         return (ma, mb, C, *ints)
     c_tma = int(geom["store"] == 1 and N % 4 == 0)
