@@ -18,5 +18,7 @@ struct Bf16Geom {
     int gm;          // tile-order group height (persistent rungs)
     int cbox_cols;   // C's TMA store box: columns (fp32) and rows
     int cbox_rows;
+    int l2_fetch;    // bytes the L2 fetches from the DRAM for a TMA load's miss (the maps' L2 promotion): 64, 128 or
+                     // 256; 0: the launcher's default, 256
 };
 #define BF16_GEOM(...) extern "C" __constant__ Bf16Geom bf16_geom = {__VA_ARGS__}

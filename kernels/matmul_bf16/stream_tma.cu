@@ -18,7 +18,9 @@
 // (data/checks/model-decode-evict-h200); the tokens' boxes multicast to a cluster of 2 or 4 blocks lose about 3
 // points on every layer (data/checks/model-decode-mc-h200); the weight in boxes of 8 to 32 rows loses in step with
 // the copies' count, and one 3-D box of the weight and one of the tokens a stage are level with these 8 copies
-// (data/checks/model-decode-boxes-h200). Where it comes from: cuBLAS's own choice at these
+// (data/checks/model-decode-boxes-h200). The tensor maps have the L2 fetch 128 bytes for a miss (`.l2_fetch`: a box
+// row's width) in place of the launcher's 256: 4.6 points of the bound on gate and up and 4.2 on the logits at 16
+// tokens, 2.0 on down (data/checks/model-decode-promotion-h200). Where it comes from: cuBLAS's own choice at these
 // shapes (Nsight Compute names nvjet_sm90_tss_128x16, TMA-fed, at 14% occupancy, data/checks/model-decode-m16-h200),
 // the "swap A and B" of decoding GEMMs, and this ladder's TMA pipeline (pipeline.cuh, rung 3 on). sm_90a.
 // Shapes: M ≤ 16 (rows of C past 16 would stay unwritten, as the checks' NaN poison shows; the model step gives it
@@ -26,7 +28,7 @@
 #include "stream_tma.cuh"
 
 BF16_GEOM(.rung = 0, .bm = 16, .bn = ROWS, .bk = BK, .stages = STAGES, .threads = THREADS, .smem = Smem::SMEM,
-          .cluster = 1, .abox = 16, .bbox = ROWS, .tma = 1);
+          .cluster = 1, .abox = 16, .bbox = ROWS, .tma = 1, .l2_fetch = 128);
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     bf16_stream_tma(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,

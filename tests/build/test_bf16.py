@@ -136,8 +136,12 @@ def test_the_geometry_each_cubin_describes_agrees_with_the_catalog(built):
         bx, by, _ = v.block_dims()
         assert g["threads"] == bx * by, vid
         assert g["smem"] <= 227 * 1024, vid  # a Hopper SM's shared memory for one block
+        if v in RUNGS and g["tma"]:  # the race's rungs: the launcher's 256 bytes an L2 miss
+            assert g["l2_fetch"] == 0 and hopper.promotion(g) == 3, vid
         if v not in RUNGS and g["tma"]:  # the TMA's weight stream: a block per 64 weight rows, 16 tokens a box
             assert g["rung"] == 0 and (g["abox"], g["bbox"], g["bn"], g["cluster"]) == (16, 64, 64, 1), vid
+            # its maps fetch 128 bytes a miss into the L2, a box row (data/checks/model-decode-promotion-h200)
+            assert g["l2_fetch"] == 128 and hopper.promotion(g) == 2, vid
             assert g["bk"] * 2 == 128 and v.grid_dims(1, 4097, 64)[:2] == (-(-4097 // 64), 1), vid
             continue
         if v not in RUNGS:  # a weight stream: pointers, no tile of C, not a rung; a block per 16 rows (or ROWS)
@@ -163,7 +167,7 @@ def test_the_geometry_is_read_by_member_name_from_its_declaration(built, tmp_pat
     """Issue 38: a rung sets its bf16_geom member by member by name; the launcher reads the names from
     geometry.cuh's struct and the values from the cubin, so a member added or moved there moves here too."""
     names = hopper.fields()
-    assert names[:4] == ("rung", "bm", "bn", "bk") and names[-2:] == ("cbox_cols", "cbox_rows")
+    assert names[:4] == ("rung", "bm", "bn", "bk") and names[-3:] == ("cbox_cols", "cbox_rows", "l2_fetch")
     rungs = set()
     for vid, (v, _, d) in built.items():
         g = hopper.geometry(d / "kernel.cubin")
@@ -201,3 +205,9 @@ def test_a_member_set_out_of_its_declared_order_does_not_compile(tmp_path):
             check=False,
         )
         assert out.returncode != 0 and said in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+def test_a_kernel_asks_the_launcher_for_an_l2_fetch_it_can_make():
+    assert [hopper.promotion({"l2_fetch": b}) for b in (0, 64, 128, 256)] == [3, 1, 2, 3]
+    with pytest.raises(hopper.HopperError, match="64, 128 or 256"):
+        hopper.promotion({"l2_fetch": 96})

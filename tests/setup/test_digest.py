@@ -122,3 +122,24 @@ def test_a_kernel_only_the_model_steps_timed_is_certified_by_its_sass_too(kernel
     assert certify.certify(archive, [v]) == [
         f"{vid}: stale (its SASS differs from the archived build's: measure it again)"
     ]
+
+
+def test_a_launch_geometry_that_changes_with_the_same_sass_stays_stale(kernels, tmp_path):
+    """The launcher reads a BF16 kernel's bf16_geom (its tensor maps' boxes and L2 fetch): a change there leaves
+    the SASS as it was and the launch not, so certify compares the constant too (from the PTX); a member the
+    archived build's declaration lacked reads as 0 there, so adding one unset is certified."""
+    archive = _archive_copy(tmp_path, "h100")
+    f = kernels / "matmul_bf16" / "pingpong.cu"
+    text = f.read_text()
+    v = catalog.from_id("bf16_pingpong")
+    assert certify.certify(archive, [v]) in ([], ["bf16_pingpong: certified (the same SASS as the archived build)"])
+    fetched = re.sub(r"(BF16_GEOM\(.*?)\);", r"\1, .l2_fetch = 64);", text, count=1, flags=re.S)
+    assert fetched != text
+    f.write_text(fetched)
+    v = catalog.from_id("bf16_pingpong")
+    assert certify.certify(archive, [v]) == [
+        "bf16_pingpong: stale (its launch geometry, bf16_geom, differs from the archived build's)"
+    ]
+    assert certify.geometry(".const .align 4 .b8 bf16_geom[12] = {7, 0, 0, 0, 128};") == (7, 128)
+    assert certify.geometry(".const .align 4 .b8 bf16_geom[8] = {7};") == (7,)
+    assert certify.geometry("no constant here") is None

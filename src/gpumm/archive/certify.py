@@ -5,13 +5,18 @@ changed the tokens and not the machine code, the archived numbers still stand fo
 each CUDA variant whose digest the archive does not certify, compares the SASS of the functions it launches with
 the SASS the archive keeps of them (byte for byte, as ``cuobjdump`` writes it; up to three builds, since ptxas
 does not always allocate registers alike), and where they are the same records today's digest as certified
-(``how``: the SASS and the nvcc that built it) in the archive's DIGESTS.json. Nothing is measured; any machine
+(``how``: the SASS and the nvcc that built it) in the archive's DIGESTS.json. A BF16 kernel's ``bf16_geom``
+constant (what the launcher reads: its tensor maps' boxes and L2 fetch, its shared memory) is compared too, from
+the PTX, a member the older build lacks read as 0: a launch that changes with the same SASS is not the archived
+one. Nothing is measured; any machine
 with nvcc does it, no GPU needed. A variant whose SASS differs, or that has no kernel (cuBLAS, the CPU
 baselines: their digest is their catalog entry and the method's version), stays stale: measure it again.
 """
 
 import gzip
 import json
+import re
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -26,6 +31,23 @@ def _nvcc_version() -> str:
     return next((line.strip() for line in out.splitlines() if "release" in line), "nvcc")
 
 
+GEOM = re.compile(r"\.b8 bf16_geom\[(\d+)\]\s*=\s*\{([^}]*)\}")
+
+
+def geometry(ptx: str | None) -> tuple[int, ...] | None:
+    """A PTX's ``bf16_geom`` constant as its ints, trailing zeros dropped (the PTX leaves them out, and a member
+    a build's declaration lacks is 0); None where the PTX has none (or is missing)."""
+    m = GEOM.search(ptx or "")
+    if m is None:
+        return None
+    raw = [int(b) for b in m.group(2).replace(" ", "").split(",") if b] if m.group(2).strip() else []
+    raw += [0] * (int(m.group(1)) - len(raw))
+    ints = list(struct.unpack(f"<{len(raw) // 4}i", bytes(raw)))
+    while ints and ints[-1] == 0:
+        ints.pop()
+    return tuple(ints)
+
+
 BUILDS = 3  # ptxas does not always allocate registers alike (interior_b256x128k8: 1 build in 4 differed)
 
 
@@ -38,6 +60,13 @@ def launched(sass: str, v: Variant) -> str | None:
         return None
     # each line's words: cuobjdump pads its columns to the widest function of the cubin, which says nothing
     return "\n".join(" ".join(line.split()) for block in blocks for line in block.splitlines())
+
+
+def _same_geometry(v: Variant, archived_ptx: str | None, tmp: Path) -> bool:
+    """Whether today's build of ``v`` (the first that ``_same_sass`` made) carries the archived build's
+    ``bf16_geom`` (both none: a kernel of another op)."""
+    ptx = tmp / f"{v.id}-0" / "kernel.ptx"
+    return geometry(ptx.read_text() if ptx.is_file() else None) == geometry(archived_ptx)
 
 
 def _same_sass(v: Variant, arch: str, archived: str, tmp: Path) -> bool:
@@ -73,8 +102,14 @@ def certify(archive: Path, variants: list[Variant]) -> list[str]:
                 continue
             resources = json.loads((archive / "build" / v.id / "resources.json").read_text())
             archived = gzip.decompress(sass.read_bytes()).decode()
-            if not _same_sass(v, resources.get("arch") or "sm_90", archived, Path(tmp)):
+            arch = resources.get("arch") or "sm_90"
+            if not _same_sass(v, arch, archived, Path(tmp)):
                 lines.append(f"{v.id}: stale (its SASS differs from the archived build's: measure it again)")
+                continue
+            ptx = archive / "build" / v.id / "kernel.ptx.gz"
+            archived_ptx = gzip.decompress(ptx.read_bytes()).decode() if ptx.is_file() else None
+            if not _same_geometry(v, archived_ptx, Path(tmp)):
+                lines.append(f"{v.id}: stale (its launch geometry, bf16_geom, differs from the archived build's)")
                 continue
             version = version or _nvcc_version()
             entries[v.id] = {"digest": now, "how": f"sass: the archived build's, built again with {version}"}

@@ -98,17 +98,32 @@ def _check(res: int, what: str) -> None:
         raise HopperError(f"{what} failed: {res} ({(name.value or b'?').decode()})")
 
 
-def tensor_map(ptr: int, dtype: int, elem: int, rows: int, cols: int, box_rows: int, box_cols: int) -> np.ndarray:
+# a kernel's l2_fetch (bytes; 0: unset) -> CUtensorMapL2promotion: 64 B (1), 128 B (2), 256 B (3)
+PROMOTION = {0: 3, 64: 1, 128: 2, 256: 3}
+
+
+def promotion(geom: dict[str, int]) -> int:
+    """The L2 promotion of a kernel's tensor maps, from its geometry's ``l2_fetch`` (256 bytes where unset)."""
+    fetch = geom.get("l2_fetch", 0)
+    if fetch not in PROMOTION:
+        raise HopperError(f"l2_fetch = {fetch}: the TMA's L2 promotion is 64, 128 or 256 bytes (0: 256)")
+    return PROMOTION[fetch]
+
+
+def tensor_map(
+    ptr: int, dtype: int, elem: int, rows: int, cols: int, box_rows: int, box_cols: int, promote: int = 3
+) -> np.ndarray:
     """A 2-D tiled tensor map over a row-major rows x cols array at device address ``ptr``: a box of box_rows x
-    box_cols, 128-byte swizzle, zeros read outside the array (and writes clipped there); as a one-element array."""
+    box_cols, 128-byte swizzle, zeros read outside the array (and writes clipped there), the L2 fetching
+    ``promote`` (a CUtensorMapL2promotion: 3, 256 bytes) for a miss; as a one-element array."""
     raw = (ctypes.c_uint8 * 256)()
     at = (ctypes.addressof(raw) + 127) & ~127  # the driver wants the map aligned
     dims = (ctypes.c_uint64 * 2)(cols, rows)
     strides = (ctypes.c_uint64 * 1)(cols * elem)
     box = (ctypes.c_uint32 * 2)(box_cols, box_rows)
     steps = (ctypes.c_uint32 * 2)(1, 1)
-    # no interleave (0), 128-byte swizzle (3), L2 promotion of 256 bytes (3), zero fill out of bounds (0)
-    res = _driver().cuTensorMapEncodeTiled(at, dtype, 2, ptr, dims, strides, box, steps, 0, 3, 3, 0)
+    # no interleave (0), 128-byte swizzle (3), the L2 promotion, zero fill out of bounds (0)
+    res = _driver().cuTensorMapEncodeTiled(at, dtype, 2, ptr, dims, strides, box, steps, 0, 3, promote, 0)
     _check(res, f"cuTensorMapEncodeTiled({rows} x {cols}, box {box_rows} x {box_cols})")
     m = np.zeros(1, dtype=MAP)
     ctypes.memmove(m.ctypes.data, at, 128)
@@ -136,8 +151,9 @@ def arguments(geom: dict[str, int], A, Bt, C, M: int, N: int, K: int) -> tuple:
     ints = (np.int32(M), np.int32(N), np.int32(K))
     if not geom["tma"]:
         return (A, Bt, C, *ints)
-    ma = tensor_map(A.data.ptr, BFLOAT16, 2, M, K, geom["abox"], geom["bk"])
-    mb = tensor_map(Bt.data.ptr, BFLOAT16, 2, N, K, geom["bbox"], geom["bk"])
+    promote = promotion(geom)
+    ma = tensor_map(A.data.ptr, BFLOAT16, 2, M, K, geom["abox"], geom["bk"], promote)
+    mb = tensor_map(Bt.data.ptr, BFLOAT16, 2, N, K, geom["bbox"], geom["bk"], promote)
     if not geom["persistent"]:
         return (ma, mb, C, *ints)
     c_tma = int(geom["store"] == 1 and N % 4 == 0)
