@@ -66,7 +66,7 @@ def tree(tmp_path_factory):
 def known_stale() -> dict[str, set[str]]:
     return {
         "h100": set(),
-        "h200": {"bf16_stream_tma_k4s5e", "bf16_stream_tma_k4s4e"},  # l2_fetch 128: measured anew by the next run
+        "h200": set(),
     }
 
 
