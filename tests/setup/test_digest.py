@@ -140,6 +140,6 @@ def test_a_launch_geometry_that_changes_with_the_same_sass_stays_stale(kernels, 
     assert certify.certify(archive, [v]) == [
         "bf16_pingpong: stale (its launch geometry, bf16_geom, differs from the archived build's)"
     ]
-    assert certify.geometry(".const .align 4 .b8 bf16_geom[12] = {7, 0, 0, 0, 128};") == (7, 128)
-    assert certify.geometry(".const .align 4 .b8 bf16_geom[8] = {7};") == (7,)
-    assert certify.geometry("no constant here") is None
+    assert certify.ptx_geometry(".const .align 4 .b8 bf16_geom[12] = {7, 0, 0, 0, 128};") == (7, 128)
+    assert certify.ptx_geometry(".const .align 4 .b8 bf16_geom[8] = {7};") == (7,)
+    assert certify.ptx_geometry("no constant here") is None

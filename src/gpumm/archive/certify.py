@@ -34,13 +34,14 @@ def _nvcc_version() -> str:
 GEOM = re.compile(r"\.b8 bf16_geom\[(\d+)\]\s*=\s*\{([^}]*)\}")
 
 
-def geometry(ptx: str | None) -> tuple[int, ...] | None:
+def ptx_geometry(ptx: str) -> tuple[int, ...] | None:
     """A PTX's ``bf16_geom`` constant as its ints, trailing zeros dropped (the PTX leaves them out, and a member
-    a build's declaration lacks is 0); None where the PTX has none (or is missing)."""
-    m = GEOM.search(ptx or "")
+    a build's declaration lacks is 0); None where the PTX has none. The archive keeps a build's PTX, not its
+    cubin (where gpumm.run.hopper.geometry reads the same constant by member name)."""
+    m = GEOM.search(ptx)
     if m is None:
         return None
-    raw = [int(b) for b in m.group(2).replace(" ", "").split(",") if b] if m.group(2).strip() else []
+    raw = [int(b) for b in m.group(2).split(",") if b.strip()]
     raw += [0] * (int(m.group(1)) - len(raw))
     ints = list(struct.unpack(f"<{len(raw) // 4}i", bytes(raw)))
     while ints and ints[-1] == 0:
@@ -62,24 +63,17 @@ def launched(sass: str, v: Variant) -> str | None:
     return "\n".join(" ".join(line.split()) for block in blocks for line in block.splitlines())
 
 
-def _same_geometry(v: Variant, archived_ptx: str | None, tmp: Path) -> bool:
-    """Whether today's build of ``v`` (the first that ``_same_sass`` made) carries the archived build's
-    ``bf16_geom`` (both none: a kernel of another op)."""
-    ptx = tmp / f"{v.id}-0" / "kernel.ptx"
-    return geometry(ptx.read_text() if ptx.is_file() else None) == geometry(archived_ptx)
-
-
-def _same_sass(v: Variant, arch: str, archived: str, tmp: Path) -> bool:
-    """Whether a build of ``v`` gives the archived SASS of the functions it launches, in up to BUILDS builds: the
-    same source and flags can give two register allocations, and the archived one is then a build of today's
-    code. Functions it does not launch (a rung below, included and renamed) are not compared."""
+def _same_sass(v: Variant, arch: str, archived: str, tmp: Path) -> Path | None:
+    """The folder of a build of ``v`` that gives the archived SASS of the functions it launches, in up to BUILDS
+    builds (the same source and flags can give two register allocations, and the archived one is then a build of
+    today's code), or None. Functions it does not launch (a rung below, included and renamed) are not compared."""
     want = launched(archived, v)
     for i in range(BUILDS):
         out = tmp / f"{v.id}-{i}"
         nvcc.build(v, arch, out)
         if want is not None and launched((out / "kernel.sass").read_text(), v) == want:
-            return True
-    return False
+            return out
+    return None
 
 
 def certify(archive: Path, variants: list[Variant]) -> list[str]:
@@ -102,13 +96,13 @@ def certify(archive: Path, variants: list[Variant]) -> list[str]:
                 continue
             resources = json.loads((archive / "build" / v.id / "resources.json").read_text())
             archived = gzip.decompress(sass.read_bytes()).decode()
-            arch = resources.get("arch") or "sm_90"
-            if not _same_sass(v, arch, archived, Path(tmp)):
+            built = _same_sass(v, resources.get("arch") or "sm_90", archived, Path(tmp))
+            if built is None:
                 lines.append(f"{v.id}: stale (its SASS differs from the archived build's: measure it again)")
                 continue
             ptx = archive / "build" / v.id / "kernel.ptx.gz"
-            archived_ptx = gzip.decompress(ptx.read_bytes()).decode() if ptx.is_file() else None
-            if not _same_geometry(v, archived_ptx, Path(tmp)):
+            archived_geom = ptx_geometry(gzip.decompress(ptx.read_bytes()).decode()) if ptx.is_file() else None
+            if ptx_geometry((built / "kernel.ptx").read_text()) != archived_geom:
                 lines.append(f"{v.id}: stale (its launch geometry, bf16_geom, differs from the archived build's)")
                 continue
             version = version or _nvcc_version()
