@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -277,6 +278,24 @@ def test_each_shape_says_how_long_its_steps_heated_the_card_first_and_a_run_befo
     per.assign(heat_s=[0.5 if m >= 1024 else 0.0 for m in per.M]).to_csv(path, index=False)
     s = layers.tables(run, GPU)["model_shapes"].set_index(["layer", "M"])
     assert s.heat_s.to_dict() == {(layer, m): (0.5 if m == 1024 else 0.0) for layer in "ab" for m in (1, 8, 1024)}
+
+
+def test_each_shape_says_why_its_steps_heat_ended_joined_where_they_differ_and_none_without_heat(run):
+    """The fitted step's heat of the 1024-token shapes ended at the cap on both layers, the dispatch step's at the
+    cap on one and at its limit on the other; a step made before the heat said why has no column: ''."""
+    for step, ends in (("model", {"a": "cap", "b": "cap"}), ("model-dispatch", {"a": "cap", "b": "limit"})):
+        path = run / "raw" / step / "shapes.csv"
+        per = pd.read_csv(path)
+        heated = per.M >= 1024
+        per = per.assign(heat_s=np.where(heated, 0.5, 0.0), heat_end=np.where(heated, per.layer.map(ends), ""))
+        per.to_csv(path, index=False)
+    s = layers.tables(run, GPU)["model_shapes"].set_index(["layer", "M"])
+    assert s.heat_end.to_dict() == {("a", 1024): "cap", ("b", 1024): "cap, limit"} | {
+        (layer, m): "" for layer in "ab" for m in (1, 8)
+    }
+    path = run / "raw" / "model-dispatch" / "shapes.csv"
+    pd.read_csv(path).drop(columns="heat_end").to_csv(path, index=False)
+    assert layers.tables(run, GPU)["model_shapes"].set_index(["layer", "M"]).heat_end[("b", 1024)] == "cap"
 
 
 def test_a_shape_only_a_step_without_the_heat_column_timed_has_no_heat_not_a_missing_value(run):

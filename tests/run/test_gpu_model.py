@@ -108,6 +108,9 @@ def test_the_model_step_checks_times_cold_and_warm_and_pairs_the_reference(built
     assert (samples.us > 0).all() and per.members.tolist() == [3, 2]
     assert per.heat_rounds.tolist()[0] == 0 and per.heat_rounds.tolist()[1] > 0  # heat from 16 tokens on
     assert per.heat_s.tolist()[0] == 0 and per.heat_s.tolist()[1] >= 0.2
+    # the heat past its seconds asks NVML where the card stands against its cap: never "time" (no NVML) on a GPU
+    assert per.heat_end.tolist()[0] == "" and per.heat_end.tolist()[1] in {"cap", "below", "limit"}
+    assert per.heat_s.tolist()[1] < 2.0 + 0.1  # heat_max_s, the default, at most (and one round)
 
 
 def test_a_member_that_fails_its_check_is_a_row_and_is_not_timed(built, monkeypatch):

@@ -116,7 +116,51 @@ def test_heat_runs_rounds_of_every_member_in_turn_until_its_seconds_are_spent_an
     ran = []
     runs = [lambda m=m: ran.append(m) for m in ("a", "b")]
     monkeypatch.setattr(layers.time, "perf_counter", _Clock())
-    assert layers.heat(cupy, runs, 0.0) == {"heat_s": 0.0, "heat_rounds": 0} and ran == []
+    assert layers.heat(cupy, runs, 0.0) == {"heat_s": 0.0, "heat_rounds": 0, "heat_end": ""} and ran == []
     got = layers.heat(cupy, runs, 0.05)
-    assert got["heat_rounds"] == len(synced) >= 3 and got["heat_s"] >= 0.05
+    assert got["heat_rounds"] == len(synced) >= 3 and got["heat_s"] >= 0.05 and got["heat_end"] == "time"
     assert ran[:4] == ["a", "b", "b", "a"] and len(ran) == 2 * got["heat_rounds"]  # the order reversed in turn
+
+
+def _heat(monkeypatch, answers, seconds=0.05, most_s=0.2):
+    """heat() on two members with a cap that gives ``answers`` in turn (then the last for ever): (its result, how
+    many rounds ran, how many times the cap was asked)."""
+    import types
+
+    stream = types.SimpleNamespace(synchronize=lambda: None)
+    cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(get_current_stream=lambda: stream))
+    ran, asked = [], []
+
+    def cap():
+        asked.append(1)
+        return answers[min(len(asked), len(answers)) - 1]
+
+    monkeypatch.setattr(layers.time, "perf_counter", _Clock())
+    got = layers.heat(cupy, [lambda: ran.append(1)], seconds, most_s, cap)
+    return got, len(ran), len(asked)
+
+
+def test_heat_goes_on_past_its_seconds_while_the_card_is_near_its_cap_and_not_held_until_it_is(monkeypatch):
+    """The cap is asked only once the seconds are spent, after every round from then on; the heat ends the first
+    time it answers "cap"."""
+    plain, rounds, _ = _heat(monkeypatch, ["cap"])
+    assert plain["heat_end"] == "cap" and plain["heat_s"] < 0.1
+    got, more, asked = _heat(monkeypatch, ["", "", "", "cap"])
+    assert got["heat_end"] == "cap" and asked == 4 and more == rounds + 3 and got["heat_rounds"] == more
+
+
+def test_heat_stops_at_its_seconds_where_the_board_is_well_below_its_cap(monkeypatch):
+    got, rounds, asked = _heat(monkeypatch, ["below"])
+    assert got["heat_end"] == "below" and asked == 1 and 0.05 <= got["heat_s"] < 0.1
+
+
+def test_heat_near_the_cap_and_never_held_stops_at_its_most_seconds(monkeypatch):
+    got, rounds, asked = _heat(monkeypatch, [""])
+    assert got["heat_end"] == "limit" and 0.2 <= got["heat_s"] < 0.25 and rounds > asked > 5  # asked every round
+
+
+def test_heat_of_no_seconds_never_asks_the_cap_and_a_most_below_the_seconds_is_the_seconds(monkeypatch):
+    got, rounds, asked = _heat(monkeypatch, ["cap"], seconds=0.0)
+    assert got == {"heat_s": 0.0, "heat_rounds": 0, "heat_end": ""} and asked == 0 and rounds == 0
+    got, rounds, asked = _heat(monkeypatch, [""], seconds=0.05, most_s=0.0)
+    assert got["heat_end"] == "limit" and asked == 1 and 0.05 <= got["heat_s"] < 0.1

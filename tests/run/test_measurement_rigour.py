@@ -105,6 +105,45 @@ def test_clock_summary_marks_a_fall_below_the_maximum_as_throttled():
     assert clocks.summarise([], 1980)["sm_clock_mhz"] is None
 
 
+class _FakeNvml:
+    """The NVML calls clocks.Cap makes, answering what a test sets."""
+
+    def __init__(self):
+        self.reason, self.violation_ns, self.power = 0x0, 0, 600.0
+
+    def power_limit_w(self):
+        return 700.0
+
+    def power_w(self):
+        return self.power
+
+    def reasons(self):
+        return self.reason
+
+    def counters(self, energy=True):
+        return clocks.Counters(t=0.0, stamp_us=0, power_violation_ns=self.violation_ns, thermal_violation_ns=0)
+
+
+def test_the_cap_probe_says_held_from_a_slowdown_reason_or_a_violation_counter_that_moved_else_below_or_near():
+    cap = clocks.Cap.__new__(clocks.Cap)
+    nv = _FakeNvml()
+    cap._nvml, cap._limit, cap._held = nv, nv.power_limit_w(), None
+    assert cap() == "below"  # 600 W of 700: under 90% of the limit
+    nv.power = 650.0
+    assert cap() == ""  # near the cap, not held: the counter has not moved since the call before
+    nv.violation_ns += 5_000_000
+    assert cap() == "cap"  # the power policy held the clock for 5 ms since
+    assert cap() == ""  # and not since
+    nv.reason = 0x4  # the software power cap now
+    assert cap() == "cap"
+    nv.reason = 0x1  # idle is not a slowdown
+    assert cap() == ""
+    fresh = clocks.Cap.__new__(clocks.Cap)
+    fresh._nvml, fresh._limit, fresh._held = nv, 700.0, None
+    nv.violation_ns += 1
+    assert fresh() == ""  # a first call has no counter to compare with: only the reasons count
+
+
 # ---------------------------------------------------------------- digests and configs
 
 

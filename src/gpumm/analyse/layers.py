@@ -27,7 +27,7 @@ from gpumm.analyse import dispatch, model
 from gpumm.setup import hardware
 
 READ = ["pattern", "ok", "bytes", "ms", "bytes_per_s", "chosen"]
-SHAPES = [*model.COLUMNS, "fitted", "weight_bytes", "copies", "warm", "members", "failed", "heat_s"]
+SHAPES = [*model.COLUMNS, "fitted", "weight_bytes", "copies", "warm", "members", "failed", "heat_s", "heat_end"]
 RATES = ["layer", "M", "N", "K", "kernel", "role", "picks", "weights", "step", "n", "median_us", "q1_us", "q3_us"]
 RATES += ["tflops", "gbps", "of_bound", "of_dram", "of_tensor", "of_reference", "round_ratio", "stale"]
 DISPATCH = ["layer", "M", "N", "K", "fitted", "kernel", "from", "median_us", "reference_us", "of_reference"]
@@ -142,8 +142,10 @@ def ceiling_table(samples: pd.DataFrame | None, rate: float) -> pd.DataFrame:
 
 
 def shape_table(spec: dict, per_shape: pd.DataFrame, samples: pd.DataFrame, rate: float, peak: float):
-    """Every shape timed (fitted, and held out: timed by the dispatch step only) with its bounds and regime, and the
-    most seconds of heat rounds its steps ran before its rounds (0: none; a run made before them: 0)."""
+    """Every shape timed (fitted, and held out: timed by the dispatch step only) with its bounds and regime, the
+    most seconds of heat rounds its steps ran before its rounds (0: none; a run made before them: 0), and why their
+    heat ended (gpumm.run.layers.heat: "cap", "below", "limit", "time"; its steps' ends joined where they differ;
+    '' without heat, or from a run made before the steps said)."""
     tokens = sorted(set(samples.M))
     b = model.bounds(model.shapes({**spec, "tokens": tokens}), rate, peak)
     b = b[b.set_index(["layer", "M"]).index.isin(samples.set_index(["layer", "M"]).index.unique())]
@@ -152,7 +154,10 @@ def shape_table(spec: dict, per_shape: pd.DataFrame, samples: pd.DataFrame, rate
     warm = samples.groupby(["layer", "M"]).weights.agg(lambda w: "warm" in set(w)).rename("warm")
     # a step made before the heat rounds has no such column (nor its rows, beside a step that has it): none
     per_shape = per_shape.assign(heat_s=per_shape["heat_s"].fillna(0.0) if "heat_s" in per_shape else 0.0)
+    ends = per_shape["heat_end"].fillna("").astype(str) if "heat_end" in per_shape else ""
+    per_shape = per_shape.assign(heat_end=ends)
     members = per_shape.groupby(["layer", "M"])[["members", "failed", "heat_s"]].max()
+    members["heat_end"] = per_shape.groupby(["layer", "M"]).heat_end.agg(lambda e: ", ".join(sorted(set(e) - {""})))
     b = b.join(cold, on=["layer", "M"]).join(warm, on=["layer", "M"]).join(members, on=["layer", "M"])
     return b.reset_index(drop=True)[SHAPES]
 

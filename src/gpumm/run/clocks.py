@@ -202,6 +202,14 @@ class _Nvml:
         v = self._try(self.nv.nvmlDeviceGetEnforcedPowerLimit, self.handle)
         return v / 1e3 if v is not None else None
 
+    def power_w(self) -> float | None:
+        """The board's power now (NVML's reading, which moves every 100 ms on an H100)."""
+        v = self._try(self.nv.nvmlDeviceGetPowerUsage, self.handle)
+        return v / 1e3 if v is not None else None
+
+    def reasons(self) -> int:
+        return int(self._reasons(self.handle))
+
     def identity(self) -> dict:
         nv, h = self.nv, self.handle
         uuid = nv.nvmlDeviceGetUUID(h)
@@ -279,3 +287,40 @@ class Watch:
             pass
         power = self._nvml.power_samples_mw(before.stamp_us, after.stamp_us) if long else []
         return summarise(self._samples, self.max_sm_mhz, before, after, power)
+
+
+NEAR_CAP = 0.9  # a board drawing less than this share of its power limit is not heading for the cap
+
+
+class Cap:
+    """Where the card stands against its power cap now, for the model steps' heat rounds (gpumm.run.layers.heat):
+    each call says "cap" where a power or thermal policy holds the clock down (a slowdown reason set now, or a
+    violation counter that moved since the call before), "below" where the board draws less than NEAR_CAP of its
+    power limit (its kernels do not reach the cap: FP32 draws 440-620 W of an H100's or H200's 700), else "" (near
+    the cap, not yet held: the chip still warming, as a BF16 prompt's first second is). Without NVML (no driver
+    library) ``available`` is False and nothing is called."""
+
+    def __init__(self, device_index: int = 0, pci_bus_id: str | None = None):
+        try:
+            self._nvml = _Nvml(device_index, pci_bus_id)
+            self._limit = self._nvml.power_limit_w()
+        except Exception:  # no NVML here
+            self._nvml, self._limit = None, None
+        self._held = None
+
+    @property
+    def available(self) -> bool:
+        return self._nvml is not None
+
+    def __call__(self) -> str:
+        nv = self._nvml
+        c = nv.counters(energy=False)
+        held = (c.power_violation_ns, c.thermal_violation_ns)
+        moved = self._held is not None and any(
+            a is not None and b is not None and b > a for a, b in zip(self._held, held)
+        )
+        self._held = held
+        if moved or nv.reasons() & SLOWDOWN:
+            return "cap"
+        power = nv.power_w()
+        return "below" if power is not None and self._limit and power < NEAR_CAP * self._limit else ""

@@ -14,7 +14,8 @@ that takes it (its build's ``MAX_M`` at least M; the TMA's rule on K):
    round, back to back, the order reversed every other round, ``warmup`` rounds not kept then ``samples`` kept:
    every member is timed in the same power state as the reference (paired, as the race), whatever M is. At
    ``heat_from_tokens`` tokens or more (the prefill end, where the products reach the power cap) rounds of heat
-   come first, ``heat_s`` seconds of them not kept (``heat``), as the paired step's: its sustained state.
+   come first, ``heat_s`` seconds of them not kept (``heat``), as the paired step's: its sustained state; where
+   the card is then near its power cap and not yet held there, on until it is, ``heat_max_s`` at most.
 
 The plan's ``op`` is ``matmul_bf16`` (the model's own: A the tokens, Bt the weight N x K, cuBLAS BF16 the
 reference) or ``matmul`` (FP32 through the same steps, the ladder's kernels and cuBLAS SGEMM: B = the weight as
@@ -38,7 +39,8 @@ from gpumm.run import clocks, operations, pairing, timing, verify
 from gpumm.run.rule import pick
 
 SETTINGS = {"samples": 10, "warmup": 2, "sample_ms": 2.0, "max_batch": 200, "cold_factor": 3.0}
-SETTINGS |= {"heat_s": 0.5, "heat_from_tokens": 1024}  # the prefill shapes' rounds in the sustained state
+# the prefill shapes' rounds in the sustained state: heat_s of rounds first, and on to heat_max_s until at the cap
+SETTINGS |= {"heat_s": 0.5, "heat_max_s": 2.0, "heat_from_tokens": 1024}
 SAMPLE_COLUMNS = ["layer", "M", "N", "K", "kernel", "picks", "weights", "copies", "round", "batch", "us"]
 CHECK_COLUMNS = ["layer", "M", "N", "K", "kernel", "picks", "status", "check", "max_rel_err", "tolerance", "reason"]
 
@@ -208,7 +210,9 @@ def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, W, shape, l2:
     rows = []
     if not runs:  # every member failed its checks
         return rows, {}
-    heated = heat(cupy, [r[3] for r in runs], settings["heat_s"] if M >= settings["heat_from_tokens"] else 0.0)
+    seconds = settings["heat_s"] if M >= settings["heat_from_tokens"] else 0.0
+    cap = clocks.Cap() if seconds > 0 else None
+    heated = heat(cupy, [r[3] for r in runs], seconds, settings["heat_max_s"], cap if cap and cap.available else None)
     watch = clocks.Watch()
     watch.start()
     for r in range(settings["warmup"] + settings["samples"]):
@@ -231,21 +235,43 @@ def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, W, shape, l2:
     return rows, state
 
 
-def heat(cupy, runs: list, seconds: float) -> dict:
+def heat(cupy, runs: list, seconds: float, most_s: float = 0.0, cap=None) -> dict:
     """Rounds of every member (``runs``: each one's sample), none kept, for ``seconds`` (none for 0): the rounds that
     follow find the card in its sustained state, at its power cap where the shape's kernels reach it, as the paired
     step's heat does. Without them a prefill shape's rounds fell in the card's first 100 ms or so under load, where
     the power controller moves the clock most: the h200 archive of 7903007 timed cuBLAS BF16 on the down layer at
     8192 tokens at 1,337-1,421 us in the fitted step and 1,175-1,229 us in the dispatch step, and bf16_pingpong at
-    1.02 and 0.96 of it. (heat_s, heat_rounds): the seconds and rounds spent."""
+    1.02 and 0.96 of it.
+
+    Where ``cap`` (gpumm.run.clocks.Cap, asked after every round once ``seconds`` are spent) says the card is near
+    its cap and not yet held there, the rounds go on until it is, ``most_s`` seconds in all at most: a cool chip
+    draws less, and the first shape of a prompt could spend its ``seconds`` below the cap and time its rounds as
+    the clock fell (the h200 archive of 4314ed5: cuBLAS BF16 on the down layer at 1,024 tokens at 150 us in 7
+    rounds of the dispatch step at 1,860 MHz, then 168 us, against 169-180 us in the fitted step; the pick at
+    0.955 of it, then 1.0). (heat_s, heat_rounds, heat_end): the seconds and rounds spent, and why they ended:
+    "cap" (held at the cap), "below" (the board well below its power limit: the kernels do not reach it),
+    "limit" (``most_s`` spent near it), "time" (``seconds`` spent, no ``cap`` to ask), "" (no heat)."""
     started, r = time.perf_counter(), 0
     stream = cupy.cuda.get_current_stream()
-    while time.perf_counter() - started < seconds:
+    most = max(seconds, most_s) if cap is not None and seconds > 0 else seconds
+    end = "time" if seconds > 0 else ""
+    while True:
+        spent = time.perf_counter() - started
+        if spent >= seconds:
+            if cap is None or seconds <= 0:
+                break
+            state = cap()
+            if state:
+                end = state
+                break
+            if spent >= most:
+                end = "limit"
+                break
         for run in pairing.order(runs, r):
             run()
         stream.synchronize()
         r += 1
-    return {"heat_s": round(time.perf_counter() - started, 3) if r else 0.0, "heat_rounds": r}
+    return {"heat_s": round(time.perf_counter() - started, 3) if r else 0.0, "heat_rounds": r, "heat_end": end}
 
 
 def run(plan: dict, settings: dict, seed: int, log=print) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -286,7 +312,7 @@ def run(plan: dict, settings: dict, seed: int, log=print) -> tuple[pd.DataFrame,
         checks += [key | r for r in rows]
         samples += [key | r for r in done]
         shapes.append(key | {"members": len(picks), "failed": len(failed), "seconds": time.perf_counter() - started})
-        keep = ("heat_s", "heat_rounds", "sm_clock_mhz", "sm_clock_min_mhz", "power_mean_w", "throttled")
+        keep = ("heat_s", "heat_rounds", "heat_end", "sm_clock_mhz", "sm_clock_min_mhz", "power_mean_w", "throttled")
         shapes[-1] |= {k: state.get(k) for k in keep}
         del A, W
         cupy.get_default_memory_pool().free_all_blocks()
