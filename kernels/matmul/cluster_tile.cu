@@ -29,6 +29,18 @@
 // from issue 40 (the FP32 dispatcher at 60% of cuBLAS SGEMM at 1023 x 1025 x
 // 1024 with `streamk`).
 //
+// With FOLD > 0 (the `f` builds), a last column of tiles FOLD or fewer
+// columns wide is folded into the tiles beside it: their blocks multiply the
+// extra columns too, each thread FOLD / 2 of them for one row of the tile,
+// from a strip of B kept in the stages beside B's tile, and the folded tiles'
+// blocks leave at once. 1023 x 1025 x 1024 then makes 64 tiles of 128 x 128
+// (128 blocks with CL = 2: one to an SM) in place of 72 (144 blocks: 12 SMs
+// with two), for about 3% more FFMA in the last column's blocks; the counter it
+// should move is the elapsed cycles against those at 1024^3. Source: the
+// shape from issue 40 (72 tiles of 128 x 128, the ninth column of tiles one
+// column wide); the FP32 rule's wave count (gpumm.run.rule.load) counts folded
+// tiles as the grid's blocks do.
+//
 // Edges: every M, N and K (elements one at a time, zeros outside); global
 // loads are 4 bytes, so no alignment is assumed (B's rows of 1025 floats).
 
@@ -40,20 +52,24 @@ NEED(BM);
 NEED(BN);
 NEED(CL);    // blocks of a cluster splitting one tile's k range (1: none)
 NEED(MINB);  // blocks per SM the registers must allow (__launch_bounds__)
+NEED(FOLD);  // columns of a last, narrow column of tiles the tiles beside it take (0: none)
 
 constexpr int TM = 8, TN = 8, BK = 8;
 constexpr int TX = BN / TN, TY = BM / TM;    // threads across and down the tile
 constexpr int NT = TX * TY;                  // threads in the block
 constexpr int AP = BM + 4;                   // A's stage row (k) in floats: padded, the transposing stores conflict-free
 constexpr int A_PER = (BM * BK + NT - 1) / NT, B_PER = (BK * BN + NT - 1) / NT;
-constexpr int STAGE = BK * (AP + BN);        // floats: A's tile transposed, then B's
+constexpr int STAGE = BK * (AP + BN + FOLD); // floats: A's tile transposed, then B's, then B's folded columns
 constexpr int CH = 16;                       // accumulators a thread hands over per round of the cluster's sum
+constexpr int XG = NT / BM;                  // threads on one row of the folded columns
+constexpr int XR = FOLD > 0 ? FOLD / XG : 1; // folded columns a thread multiplies
 
 static_assert(BM % 16 == 0 && BN % 16 == 0, "two 4-wide halves per side");
 static_assert(NT % 32 == 0, "whole warps");
 static_assert(2 * STAGE >= CH * NT, "a round of the cluster's sum fits in the stages");
 static_assert(2 * STAGE * 4 <= 48 * 1024, "static shared memory");
 static_assert(CL >= 1 && CL <= 8, "a portable cluster");
+static_assert(FOLD == 0 || (NT % BM == 0 && FOLD % XG == 0 && BK * FOLD <= NT), "whole rows, one fetch a thread");
 
 #if CL > 1
 #define CLUSTER __cluster_dims__(CL, 1, 1)
@@ -71,6 +87,17 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
     const int row0 = blockIdx.y * BM, col0 = (blockIdx.x / CL) * BN;
     const int stages = (K + BK - 1) / BK;
     const int kbeg = (part * stages / CL) * BK, kend = min(K, ((part + 1) * stages / CL) * BK);
+#if FOLD > 0
+    // the tiles along N once a last column of tiles at most FOLD wide is folded: its blocks (a whole cluster) leave;
+    // the last tile takes X more columns
+    const int tiles = (N - min(N - 1, FOLD) + BN - 1) / BN;
+    if ((int)blockIdx.x / CL >= tiles) {
+        return;
+    }
+    const int X = (int)blockIdx.x / CL == tiles - 1 ? max(0, N - col0 - BN) : 0;
+    const int xrow = tid % BM, xcol = tid / BM;  // this thread's row and first column of the folded ones
+    float x_r = 0.0f, xacc[XR] = {};
+#endif
 
     float a_r[A_PER], b_r[B_PER];
     auto fetch = [&](int k0) {
@@ -84,6 +111,12 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
             const int e = tid + p * NT, k = e / BN, n = e % BN;
             b_r[p] = (e < BK * BN && k0 + k < kend && col0 + n < N) ? B[(size_t)(k0 + k) * N + col0 + n] : 0.0f;
         }
+#if FOLD > 0
+        if (X > 0 && tid < BK * FOLD) {
+            const int k = tid / FOLD, c = tid % FOLD;
+            x_r = (c < X && k0 + k < kend) ? B[(size_t)(k0 + k) * N + col0 + BN + c] : 0.0f;
+        }
+#endif
     };
     auto store = [&](float *s) {
 #pragma unroll
@@ -99,6 +132,11 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
                 s[BK * AP + tid + p * NT] = b_r[p];
             }
         }
+#if FOLD > 0
+        if (X > 0 && tid < BK * FOLD) {
+            s[BK * (AP + BN) + tid] = x_r;
+        }
+#endif
     };
 
     float acc[TM][TN] = {};
@@ -131,6 +169,19 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
                 }
             }
         }
+#if FOLD > 0
+        if (X > 0) {  // the folded columns: this thread's row of A's stage against its columns of the strip
+            const float *Xs = As + BK * (AP + BN);
+#pragma unroll
+            for (int k = 0; k < BK; ++k) {
+                const float a = As[k * AP + xrow];
+#pragma unroll
+                for (int c = 0; c < XR; ++c) {
+                    xacc[c] += a * Xs[k * FOLD + xcol + c * XG];
+                }
+            }
+        }
+#endif
         if (more) {
             store(smem + (buf ^ 1) * STAGE);  // the other stage: its readers passed the last barrier
         }
@@ -163,8 +214,39 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
         }
         cluster.sync();  // rank 0 has read this round before the next is written
     }
+#if FOLD > 0
+    if (X > 0) {  // the folded columns' sums, one more round (X is the cluster's: its blocks share the tile)
+        if (part != 0) {
+#pragma unroll
+            for (int c = 0; c < XR; ++c) {
+                smem[c * NT + tid] = xacc[c];
+            }
+        }
+        cluster.sync();
+        if (part == 0) {
+            for (int q = 1; q < CL; ++q) {
+                const float *theirs = cluster.map_shared_rank(smem, q);
+#pragma unroll
+                for (int c = 0; c < XR; ++c) {
+                    xacc[c] += theirs[c * NT + tid];
+                }
+            }
+        }
+        cluster.sync();
+    }
+#endif
     if (part != 0) {
         return;
+    }
+#endif
+#if FOLD > 0
+    if (X > 0 && row0 + xrow < M) {
+#pragma unroll
+        for (int c = 0; c < XR; ++c) {
+            if (xcol + c * XG < X) {
+                C[(size_t)(row0 + xrow) * N + col0 + BN + xcol + c * XG] = xacc[c];
+            }
+        }
     }
 #endif
 #pragma unroll

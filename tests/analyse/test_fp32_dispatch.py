@@ -6,6 +6,8 @@ import pandas as pd
 import pytest
 
 from gpumm.analyse import dispatch, fp32_dispatch
+from gpumm.run import rule as rule_mod
+from gpumm.setup import catalog
 
 GPU = {"name": "test", "compute_capability": "9.0", "sm_count": 132, "sm_clock_khz": 1_980_000}
 SPEC = {"fp32": {"reference": "cublas", "fit": [[256, 256, 256], [8192, 32, 8192]], "held_out": [[333, 517, 129]]}}
@@ -255,6 +257,36 @@ def test_the_fp32_rule_counts_waves_where_it_knows_the_sms_and_the_blocks():
     assert dispatch.load([32, 32], small, 132, 333, 517) == pytest.approx(1 * 32 * 32 / (333 * 517))  # 187 < 264
     assert dispatch.load([32, 32], {**small, "per_sm": 1}, 132, 333, 517) == pytest.approx(2 * 32 * 32 / (333 * 517))
     assert dispatch.load(None, None, 132, 3, 5) == 1
+
+
+def test_a_build_that_folds_a_narrow_last_column_of_tiles_counts_the_tiles_its_grid_keeps():
+    """cluster_tile's FOLD: 1023 x 1025 in 128 x 128 tiles with up to 4 columns folded is 8 x 8 tiles (the ninth
+    column, one wide, taken by the eighth): 128 blocks with a cluster of 2, one wave on 132 SMs, as at 1024^3; so
+    the folded build keeps its lead there where the plain one's 144 blocks take two waves. Five columns over are a
+    tile of their own again, and a product narrower than the fold is one tile."""
+    fit = _samples({("fit", 1024, 1024, 1024): {"c2": [70], "c2f4": [70.5], "c3": [88], "cublas": [58]}})
+    none = pd.DataFrame(columns=["layer", "M", "N", "K", "kernel", "status"])
+    tiles = {k: [128, 128] for k in ("c2", "c2f4", "c3")}
+    plain = {"cl": 2, "persistent": False, "per_sm": 1}
+    blocks = {"c2": plain, "c2f4": {**plain, "fold": 4}, "c3": {**plain, "cl": 3}}
+    rule = dispatch.fit_fp32(fit, none, "cublas", tiles, blocks, 132)
+    takes = dict.fromkeys(tiles)
+    assert dispatch.pick(rule, 1024, 1024, 1024, takes) == "c2"
+    assert dispatch.pick(rule, 1023, 1025, 1024, takes) == "c2f4"
+    assert [rule_mod.columns_of([128, 128], blocks["c2f4"], n) for n in (1, 4, 128, 1025, 1028, 1029)] == [
+        1,
+        1,
+        1,
+        8,
+        8,
+        9,
+    ]
+    assert [rule_mod.columns_of([128, 128], plain, n) for n in (1, 128, 1025)] == [1, 1, 9]
+    one = dispatch.load([128, 128], blocks["c2f4"], 132, 1023, 1025)
+    assert one == pytest.approx(128 * 128 / 2 / (1023 * 1025))  # one wave of half-deep tiles
+    assert 2 * one == dispatch.load([128, 128], plain, 132, 1023, 1025)  # two
+    assert dispatch.block_of(catalog.from_id("cluster_tile_t128c2f4"))["fold"] == 4
+    assert "fold" not in dispatch.block_of(catalog.from_id("cluster_tile_t128c2"))  # the rules archived before it
 
 
 def test_a_build_s_blocks_come_from_the_catalog():

@@ -117,6 +117,20 @@ def test_variant_matches_float64_reference(launchers, vid, shape):
     assert check.ok, check.reason
 
 
+# N = 2 tiles and 4 columns (folded), 128 and 3 (folded), 128 and 5 (a tile of its own), 8 and 2 (folded); N within
+# the fold (one tile); K that leaves a cluster's blocks unequal stages and a part of a stage
+FOLD_SHAPES = [(130, 260, 67), (200, 131, 129), (65, 133, 40), (129, 1026, 1000), (3, 4, 9), (257, 1028, 17)]
+
+
+@pytest.mark.parametrize("shape", FOLD_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("vid", [v.id for v in MATMULS if int(dict(v.defines).get("FOLD", 0))])
+def test_a_build_that_folds_its_last_column_of_tiles_matches_float64_at_every_width(launchers, vid, shape):
+    seed = hash((vid, shape)) & 0xFFFF
+    for exact in (True, False):
+        check = run_once(launchers[vid], *shape, seed=seed, exact=exact)
+        assert check.ok, check.reason
+
+
 def test_an_unwritten_element_fails_verification(launchers):
     """A grid one block short leaves poisoned NaNs, which verification must catch."""
     good = launchers["naive"]

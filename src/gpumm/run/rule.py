@@ -37,22 +37,32 @@ def fill(tile: list[int] | None, M: int, N: int) -> float:
 def block_of(variant) -> dict | None:
     """How a build's grid covers C: blocks per tile (``cl``, a cluster's blocks splitting k), whether the grid is
     one block per SM (``persistent``: the tiles' work spread evenly over them), and how many of its blocks an SM
-    runs side by side at full speed each (``per_sm``: the catalog's ``sm_blocks``, else its MINB, else 1); None for
-    a library."""
+    runs side by side at full speed each (``per_sm``: the catalog's ``sm_blocks``, else its MINB, else 1), and, for
+    a build that folds a last column of tiles at most FOLD wide into the tiles beside it, ``fold``; None for a
+    library."""
     if not variant.is_cuda:
         return None
     d = dict(variant.defines)
     per_sm = variant.sm_blocks or int(d.get("MINB", 1))
-    return {"cl": int(d.get("CL", 1)), "persistent": bool(variant.grid_names_sms), "per_sm": per_sm}
+    block = {"cl": int(d.get("CL", 1)), "persistent": bool(variant.grid_names_sms), "per_sm": per_sm}
+    return block | ({"fold": int(d["FOLD"])} if int(d.get("FOLD", 0)) else {})
+
+
+def columns_of(tile: list[int], block: dict | None, N: int) -> int:
+    """The tiles along N a build makes: N over its tile's width, less a last column of tiles at most ``fold`` wide
+    that the tiles beside it take (cluster_tile's FOLD)."""
+    fold = (block or {}).get("fold", 0)
+    return -(-(N - min(N - 1, fold)) // tile[1])
 
 
 def load(tile: list[int] | None, block: dict | None, sms: int, M: int, N: int) -> float:
-    """The time of an M x N product in a build's waves, per output of C: its blocks (tiles times ``cl``) in waves
-    of ``per_sm`` a SM (a block beyond them shares an SM's throughput: the SM takes longer), or spread evenly over
-    the SMs by a persistent grid. 1 / fill where the tile or the block is unknown."""
+    """The time of an M x N product in a build's waves, per output of C: its blocks (tiles times ``cl``, a folded
+    column of tiles not counted: ``columns_of``) in waves of ``per_sm`` a SM (a block beyond them shares an SM's
+    throughput: the SM takes longer), or spread evenly over the SMs by a persistent grid. 1 / fill where the tile or
+    the block is unknown."""
     if not tile or not block:
         return 1 / fill(tile, M, N)
-    blocks = -(-M // tile[0]) * -(-N // tile[1]) * block["cl"]
+    blocks = -(-M // tile[0]) * columns_of(tile, block, N) * block["cl"]
     per_sm = block.get("per_sm", 1)
     waves = blocks / sms if block["persistent"] else -(-blocks // (sms * per_sm))
     return waves * tile[0] * tile[1] / block["cl"] / (M * N)
