@@ -30,16 +30,16 @@
 // 1024 with `streamk`).
 //
 // With FOLD > 0 (the `f` builds), a last column of tiles FOLD or fewer
-// columns wide is folded into the tiles beside it: their blocks multiply the
-// extra columns too, each thread FOLD / 2 of them for one row of the tile,
-// from a strip of B kept in the stages beside B's tile, and the folded tiles'
-// blocks leave at once. 1023 x 1025 x 1024 then makes 64 tiles of 128 x 128
-// (128 blocks with CL = 2: one to an SM) in place of 72 (144 blocks: 12 SMs
-// with two), for about 3% more FFMA in the last column's blocks; the counter it
-// should move is the elapsed cycles against those at 1024^3. Source: the
-// shape from issue 40 (72 tiles of 128 x 128, the ninth column of tiles one
-// column wide); the FP32 rule's wave count (gpumm.run.rule.load) counts folded
-// tiles as the grid's blocks do.
+// columns wide is folded into the tiles beside it (the catalog's grid leaves
+// it out): after their tile, the blocks of the last column of tiles multiply
+// the extra columns too, a warp a row of A at a time, its lanes along k, B's
+// extra columns staged in shared memory. 1023 x 1025 x 1024 then makes 64
+// tiles of 128 x 128 (128 blocks with CL = 2, one to an SM) in place of 72
+// (144 blocks: 12 SMs with two), for a few microseconds more in the last
+// column's blocks; the tile's loop is the plain build's. The counter it should
+// move: the elapsed cycles against those at 1024^3. Source: the shape from
+// issue 40 (the ninth column of tiles one column wide); the FP32 rule's wave
+// count (gpumm.run.rule.columns_of) counts the tiles as the grid does.
 //
 // Edges: every M, N and K (elements one at a time, zeros outside); global
 // loads are 4 bytes, so no alignment is assumed (B's rows of 1025 floats).
@@ -59,17 +59,19 @@ constexpr int TX = BN / TN, TY = BM / TM;    // threads across and down the tile
 constexpr int NT = TX * TY;                  // threads in the block
 constexpr int AP = BM + 4;                   // A's stage row (k) in floats: padded, the transposing stores conflict-free
 constexpr int A_PER = (BM * BK + NT - 1) / NT, B_PER = (BK * BN + NT - 1) / NT;
-constexpr int STAGE = BK * (AP + BN + FOLD); // floats: A's tile transposed, then B's, then B's folded columns
+constexpr int STAGE = BK * (AP + BN);        // floats: A's tile transposed, then B's
 constexpr int CH = 16;                       // accumulators a thread hands over per round of the cluster's sum
 constexpr int XG = NT / BM;                  // threads on one row of the folded columns
-constexpr int XR = FOLD > 0 ? FOLD / XG : 1; // folded columns a thread multiplies
+constexpr int XR = FOLD > 0 ? FOLD / XG : 1; // folded columns a thread hands over and writes
+constexpr int XK = 512;                      // k of a chunk of B's folded columns staged in shared memory
 
 static_assert(BM % 16 == 0 && BN % 16 == 0, "two 4-wide halves per side");
 static_assert(NT % 32 == 0, "whole warps");
 static_assert(2 * STAGE >= CH * NT, "a round of the cluster's sum fits in the stages");
 static_assert(2 * STAGE * 4 <= 48 * 1024, "static shared memory");
 static_assert(CL >= 1 && CL <= 8, "a portable cluster");
-static_assert(FOLD == 0 || (NT % BM == 0 && FOLD % XG == 0 && BK * FOLD <= NT), "whole rows, one fetch a thread");
+static_assert(FOLD == 0 || (FOLD % 4 == 0 && NT % BM == 0 && FOLD % XG == 0), "float4 rows of the folded columns");
+static_assert(FOLD == 0 || (XK + BM) * FOLD <= 2 * STAGE, "a chunk of the folded columns and their sums fit");
 
 #if CL > 1
 #define CLUSTER __cluster_dims__(CL, 1, 1)
@@ -88,15 +90,12 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
     const int stages = (K + BK - 1) / BK;
     const int kbeg = (part * stages / CL) * BK, kend = min(K, ((part + 1) * stages / CL) * BK);
 #if FOLD > 0
-    // the tiles along N once a last column of tiles at most FOLD wide is folded: its blocks (a whole cluster) leave;
-    // the last tile takes X more columns
+    // the tiles along N with a last column of tiles at most FOLD wide folded (the grid's count): the last tile
+    // takes X more columns
     const int tiles = (N - min(N - 1, FOLD) + BN - 1) / BN;
-    if ((int)blockIdx.x / CL >= tiles) {
-        return;
-    }
     const int X = (int)blockIdx.x / CL == tiles - 1 ? max(0, N - col0 - BN) : 0;
-    const int xrow = tid % BM, xcol = tid / BM;  // this thread's row and first column of the folded ones
-    float x_r = 0.0f, xacc[XR] = {};
+    const int xrow = tid % BM, xcol = tid / BM;  // the row and first folded column this thread hands over and writes
+    float xacc[XR];
 #endif
 
     float a_r[A_PER], b_r[B_PER];
@@ -111,12 +110,6 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
             const int e = tid + p * NT, k = e / BN, n = e % BN;
             b_r[p] = (e < BK * BN && k0 + k < kend && col0 + n < N) ? B[(size_t)(k0 + k) * N + col0 + n] : 0.0f;
         }
-#if FOLD > 0
-        if (X > 0 && tid < BK * FOLD) {
-            const int k = tid / FOLD, c = tid % FOLD;
-            x_r = (c < X && k0 + k < kend) ? B[(size_t)(k0 + k) * N + col0 + BN + c] : 0.0f;
-        }
-#endif
     };
     auto store = [&](float *s) {
 #pragma unroll
@@ -132,11 +125,6 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
                 s[BK * AP + tid + p * NT] = b_r[p];
             }
         }
-#if FOLD > 0
-        if (X > 0 && tid < BK * FOLD) {
-            s[BK * (AP + BN) + tid] = x_r;
-        }
-#endif
     };
 
     float acc[TM][TN] = {};
@@ -169,25 +157,61 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
                 }
             }
         }
-#if FOLD > 0
-        if (X > 0) {  // the folded columns: this thread's row of A's stage against its columns of the strip
-            const float *Xs = As + BK * (AP + BN);
-#pragma unroll
-            for (int k = 0; k < BK; ++k) {
-                const float a = As[k * AP + xrow];
-#pragma unroll
-                for (int c = 0; c < XR; ++c) {
-                    xacc[c] += a * Xs[k * FOLD + xcol + c * XG];
-                }
-            }
-        }
-#endif
         if (more) {
             store(smem + (buf ^ 1) * STAGE);  // the other stage: its readers passed the last barrier
         }
         __syncthreads();
         buf ^= 1;
     }
+#if FOLD > 0
+    if (X > 0) {  // the folded columns over this block's k range: a warp a row at a time, its lanes along k
+        float *xs = smem, *xres = smem + XK * FOLD;  // a chunk of B's folded columns [k][FOLD], the sums [row][FOLD]
+        const int lane = tid % 32, warp = tid / 32;
+        for (int i = tid; i < BM * FOLD; i += NT) {
+            xres[i] = 0.0f;
+        }
+        for (int kc = kbeg; kc < kend; kc += XK) {
+            const int kn = min(XK, kend - kc);
+            __syncthreads();  // the chunk before is read
+            for (int i = tid; i < kn * FOLD; i += NT) {
+                const int k = i / FOLD, c = i % FOLD;
+                xs[i] = c < X ? B[(size_t)(kc + k) * N + col0 + BN + c] : 0.0f;
+            }
+            __syncthreads();
+            for (int r = warp; r < BM && row0 + r < M; r += NT / 32) {
+                const float *a = A + (size_t)(row0 + r) * K + kc;
+                float p[FOLD] = {};
+                for (int k = lane; k < kn; k += 32) {
+                    const float v = a[k];
+#pragma unroll
+                    for (int q = 0; q < FOLD / 4; ++q) {
+                        const float4 b = *reinterpret_cast<const float4 *>(&xs[k * FOLD + 4 * q]);
+                        p[4 * q] += v * b.x, p[4 * q + 1] += v * b.y, p[4 * q + 2] += v * b.z, p[4 * q + 3] += v * b.w;
+                    }
+                }
+#pragma unroll
+                for (int c = 0; c < FOLD; ++c) {
+#pragma unroll
+                    for (int o = 16; o > 0; o >>= 1) {
+                        p[c] += __shfl_xor_sync(0xffffffffu, p[c], o);
+                    }
+                }
+                if (lane == 0) {
+#pragma unroll
+                    for (int c = 0; c < FOLD; ++c) {
+                        xres[r * FOLD + c] += p[c];
+                    }
+                }
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int c = 0; c < XR; ++c) {
+            xacc[c] = xres[xrow * FOLD + xcol + c * XG];
+        }
+        __syncthreads();  // read before the cluster's sum writes the shared memory
+    }
+#endif
 
 #if CL > 1
     // the cluster's partial tiles summed by rank 0 in rounds of CH accumulators a thread: the others write theirs

@@ -286,6 +286,11 @@ def test_a_build_that_folds_a_narrow_last_column_of_tiles_counts_the_tiles_its_g
     assert one == pytest.approx(128 * 128 / 2 / (1023 * 1025))  # one wave of half-deep tiles
     assert 2 * one == dispatch.load([128, 128], plain, 132, 1023, 1025)  # two
     assert dispatch.block_of(catalog.from_id("cluster_tile_t128c2f4"))["fold"] == 4
+    # the catalog's grid launches the tiles the rule counts: 8 columns of clusters of 2 at 1025, 9 without the fold
+    folded, plain_build = catalog.from_id("cluster_tile_t128c2f4"), catalog.from_id("cluster_tile_t128c2")
+    for n in (1, 4, 128, 1025, 1028, 1029):
+        assert folded.grid_dims(1023, n, 1024)[0] == 2 * rule_mod.columns_of([128, 128], {"fold": 4}, n)
+        assert plain_build.grid_dims(1023, n, 1024)[0] == 2 * -(-n // 128)
     assert "fold" not in dispatch.block_of(catalog.from_id("cluster_tile_t128c2"))  # the rules archived before it
 
 
