@@ -29,17 +29,16 @@
 // from issue 40 (the FP32 dispatcher at 60% of cuBLAS SGEMM at 1023 x 1025 x
 // 1024 with `streamk`).
 //
-// With FOLD > 0 (the `f` builds), a last column of tiles FOLD or fewer
-// columns wide is folded into the tiles beside it (the catalog's grid leaves
-// it out): after their tile, the blocks of the last column of tiles multiply
-// the extra columns too, a warp a row of A at a time, its lanes along k, B's
-// extra columns staged in shared memory. 1023 x 1025 x 1024 then makes 64
-// tiles of 128 x 128 (128 blocks with CL = 2, one to an SM) in place of 72
-// (144 blocks: 12 SMs with two), for a few microseconds more in the last
-// column's blocks; the tile's loop is the plain build's. The counter it should
-// move: the elapsed cycles against those at 1024^3. Source: the shape from
-// issue 40 (the ninth column of tiles one column wide); the FP32 rule's wave
-// count (gpumm.run.rule.columns_of) counts the tiles as the grid does.
+// With FOLD > 0 (the `f` builds), the blocks of a last column of tiles FOLD
+// or fewer columns wide do not multiply a whole tile: a warp takes four rows
+// of A at a time, its lanes along k, against B's few columns staged in shared
+// memory, and the cluster sums them as it sums a tile. 1023 x 1025 x 1024
+// makes 72 tiles of 128 x 128, 144 blocks with CL = 2: the 16 of the ninth
+// column (one column of C) are light, and the 12 SMs that run one of them
+// beside a whole tile are not held up as by a second tile (the plain build:
+// 1.8x the time of 1024^3 on an H200). The counter it should move: the elapsed
+// cycles against those at 1024^3. Source: the shape from issue 40; the FP32
+// rule's wave count (gpumm.run.rule.columns_of) leaves such tiles out.
 //
 // Edges: every M, N and K (elements one at a time, zeros outside); global
 // loads are 4 bytes, so no alignment is assumed (B's rows of 1025 floats).
@@ -52,7 +51,7 @@ NEED(BM);
 NEED(BN);
 NEED(CL);    // blocks of a cluster splitting one tile's k range (1: none)
 NEED(MINB);  // blocks per SM the registers must allow (__launch_bounds__)
-NEED(FOLD);  // columns of a last, narrow column of tiles the tiles beside it take (0: none)
+NEED(FOLD);  // the widest last column of tiles whose blocks multiply only its columns (0: none)
 
 constexpr int TM = 8, TN = 8, BK = 8;
 constexpr int TX = BN / TN, TY = BM / TM;    // threads across and down the tile
@@ -61,22 +60,132 @@ constexpr int AP = BM + 4;                   // A's stage row (k) in floats: pad
 constexpr int A_PER = (BM * BK + NT - 1) / NT, B_PER = (BK * BN + NT - 1) / NT;
 constexpr int STAGE = BK * (AP + BN);        // floats: A's tile transposed, then B's
 constexpr int CH = 16;                       // accumulators a thread hands over per round of the cluster's sum
-constexpr int XG = NT / BM;                  // threads on one row of the folded columns
-constexpr int XR = FOLD > 0 ? FOLD / XG : 1; // folded columns a thread hands over and writes
-constexpr int XK = 512;                      // k of a chunk of B's folded columns staged in shared memory
+constexpr int XW = 4;                        // rows of A a warp takes at a time in a narrow tile
+constexpr int XK = 512;                      // k of a chunk of B's narrow columns staged in shared memory
+constexpr int XG = NT / BM;                  // threads on one row of a narrow tile's sums
 
 static_assert(BM % 16 == 0 && BN % 16 == 0, "two 4-wide halves per side");
 static_assert(NT % 32 == 0, "whole warps");
 static_assert(2 * STAGE >= CH * NT, "a round of the cluster's sum fits in the stages");
 static_assert(2 * STAGE * 4 <= 48 * 1024, "static shared memory");
 static_assert(CL >= 1 && CL <= 8, "a portable cluster");
-static_assert(FOLD == 0 || (FOLD % 4 == 0 && NT % BM == 0 && FOLD % XG == 0), "float4 rows of the folded columns");
-static_assert(FOLD == 0 || (XK + BM) * FOLD <= 2 * STAGE, "a chunk of the folded columns and their sums fit");
+static_assert(FOLD == 0 || (FOLD % 4 == 0 && NT % BM == 0 && FOLD % XG == 0 && BM % (XW * NT / 32) == 0),
+              "float4 rows of B's narrow columns, whole rows of sums, whole groups of rows a warp");
+static_assert(FOLD == 0 || (XK + BM) * FOLD <= 2 * STAGE, "a chunk of the narrow columns and their sums fit");
 
 #if CL > 1
 #define CLUSTER __cluster_dims__(CL, 1, 1)
 #else
 #define CLUSTER
+#endif
+
+#if FOLD > 0
+// A tile of at most FOLD columns of C: each warp XW rows of A at a time, its lanes along k (coalesced reads of A's
+// rows), against the columns of B staged in shared memory in chunks of XK rows; each row's sums reduced across the
+// warp, then summed over the cluster as the tile's are.
+__device__ __forceinline__ void narrow(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
+                                       int M, int N, int K, float *smem, int row0, int col0, int kbeg, int kend,
+                                       int part)
+{
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, X = N - col0;
+    float *xs = smem, *sums = smem + XK * FOLD;  // a chunk of B's columns [k][FOLD]; the rows' sums [row][FOLD]
+    for (int i = tid; i < BM * FOLD; i += NT) {
+        sums[i] = 0.0f;
+    }
+    for (int kc = kbeg; kc < kend; kc += XK) {
+        const int kn = min(XK, kend - kc);
+        __syncthreads();  // the chunk before is read (and the sums set)
+        for (int i = tid; i < kn * FOLD; i += NT) {
+            const int k = i / FOLD, c = i % FOLD;
+            xs[i] = c < X ? B[(size_t)(kc + k) * N + col0 + c] : 0.0f;
+        }
+        __syncthreads();
+        for (int r0 = warp * XW; r0 < BM; r0 += XW * (NT / 32)) {
+            const float *a[XW];
+#pragma unroll
+            for (int w = 0; w < XW; ++w) {
+                a[w] = A + (size_t)min(row0 + r0 + w, M - 1) * K + kc;  // a row past M reads the last: not kept
+            }
+            float p[XW][FOLD] = {};
+#pragma unroll 4
+            for (int k = lane; k < kn; k += 32) {
+                float v[XW];
+#pragma unroll
+                for (int w = 0; w < XW; ++w) {
+                    v[w] = a[w][k];
+                }
+#pragma unroll
+                for (int q = 0; q < FOLD / 4; ++q) {
+                    const float4 b = *reinterpret_cast<const float4 *>(&xs[k * FOLD + 4 * q]);
+#pragma unroll
+                    for (int w = 0; w < XW; ++w) {
+                        p[w][4 * q] += v[w] * b.x, p[w][4 * q + 1] += v[w] * b.y;
+                        p[w][4 * q + 2] += v[w] * b.z, p[w][4 * q + 3] += v[w] * b.w;
+                    }
+                }
+            }
+#pragma unroll
+            for (int w = 0; w < XW; ++w) {
+#pragma unroll
+                for (int c = 0; c < FOLD; ++c) {
+#pragma unroll
+                    for (int o = 16; o > 0; o >>= 1) {
+                        p[w][c] += __shfl_xor_sync(0xffffffffu, p[w][c], o);
+                    }
+                }
+            }
+            if (lane == 0) {
+#pragma unroll
+                for (int w = 0; w < XW; ++w) {
+#pragma unroll
+                    for (int c = 0; c < FOLD; ++c) {
+                        sums[(r0 + w) * FOLD + c] += p[w][c];
+                    }
+                }
+            }
+        }
+    }
+    __syncthreads();
+    const int row = tid % BM, col = tid / BM;  // this thread's row of sums and its first column, then every XG-th
+    float mine[FOLD / XG];
+#pragma unroll
+    for (int c = 0; c < FOLD / XG; ++c) {
+        mine[c] = sums[row * FOLD + col + c * XG];
+    }
+#if CL > 1
+    // the cluster's sums, in rank order, as the tile's: the others hand theirs over through their shared memory
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    __syncthreads();
+    if (part != 0) {
+#pragma unroll
+        for (int c = 0; c < FOLD / XG; ++c) {
+            smem[c * NT + tid] = mine[c];
+        }
+    }
+    cluster.sync();
+    if (part == 0) {
+        for (int q = 1; q < CL; ++q) {
+            const float *theirs = cluster.map_shared_rank(smem, q);
+#pragma unroll
+            for (int c = 0; c < FOLD / XG; ++c) {
+                mine[c] += theirs[c * NT + tid];
+            }
+        }
+    }
+    cluster.sync();  // rank 0 has read the others' shared memory before they leave
+    if (part != 0) {
+        return;
+    }
+#endif
+    if (row0 + row < M) {
+#pragma unroll
+        for (int c = 0; c < FOLD / XG; ++c) {
+            if (col + c * XG < X) {
+                C[(size_t)(row0 + row) * N + col0 + col + c * XG] = mine[c];
+            }
+        }
+    }
+}
 #endif
 
 extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
@@ -90,12 +199,10 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
     const int stages = (K + BK - 1) / BK;
     const int kbeg = (part * stages / CL) * BK, kend = min(K, ((part + 1) * stages / CL) * BK);
 #if FOLD > 0
-    // the tiles along N with a last column of tiles at most FOLD wide folded (the grid's count): the last tile
-    // takes X more columns
-    const int tiles = (N - min(N - 1, FOLD) + BN - 1) / BN;
-    const int X = (int)blockIdx.x / CL == tiles - 1 ? max(0, N - col0 - BN) : 0;
-    const int xrow = tid % BM, xcol = tid / BM;  // the row and first folded column this thread hands over and writes
-    float xacc[XR];
+    if (N - col0 <= FOLD) {  // a narrow last column of tiles (the cluster's blocks alike)
+        narrow(A, B, C, M, N, K, smem, row0, col0, kbeg, kend, part);
+        return;
+    }
 #endif
 
     float a_r[A_PER], b_r[B_PER];
@@ -163,55 +270,6 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
         __syncthreads();
         buf ^= 1;
     }
-#if FOLD > 0
-    if (X > 0) {  // the folded columns over this block's k range: a warp a row at a time, its lanes along k
-        float *xs = smem, *xres = smem + XK * FOLD;  // a chunk of B's folded columns [k][FOLD], the sums [row][FOLD]
-        const int lane = tid % 32, warp = tid / 32;
-        for (int i = tid; i < BM * FOLD; i += NT) {
-            xres[i] = 0.0f;
-        }
-        for (int kc = kbeg; kc < kend; kc += XK) {
-            const int kn = min(XK, kend - kc);
-            __syncthreads();  // the chunk before is read
-            for (int i = tid; i < kn * FOLD; i += NT) {
-                const int k = i / FOLD, c = i % FOLD;
-                xs[i] = c < X ? B[(size_t)(kc + k) * N + col0 + BN + c] : 0.0f;
-            }
-            __syncthreads();
-            for (int r = warp; r < BM && row0 + r < M; r += NT / 32) {
-                const float *a = A + (size_t)(row0 + r) * K + kc;
-                float p[FOLD] = {};
-                for (int k = lane; k < kn; k += 32) {
-                    const float v = a[k];
-#pragma unroll
-                    for (int q = 0; q < FOLD / 4; ++q) {
-                        const float4 b = *reinterpret_cast<const float4 *>(&xs[k * FOLD + 4 * q]);
-                        p[4 * q] += v * b.x, p[4 * q + 1] += v * b.y, p[4 * q + 2] += v * b.z, p[4 * q + 3] += v * b.w;
-                    }
-                }
-#pragma unroll
-                for (int c = 0; c < FOLD; ++c) {
-#pragma unroll
-                    for (int o = 16; o > 0; o >>= 1) {
-                        p[c] += __shfl_xor_sync(0xffffffffu, p[c], o);
-                    }
-                }
-                if (lane == 0) {
-#pragma unroll
-                    for (int c = 0; c < FOLD; ++c) {
-                        xres[r * FOLD + c] += p[c];
-                    }
-                }
-            }
-        }
-        __syncthreads();
-#pragma unroll
-        for (int c = 0; c < XR; ++c) {
-            xacc[c] = xres[xrow * FOLD + xcol + c * XG];
-        }
-        __syncthreads();  // read before the cluster's sum writes the shared memory
-    }
-#endif
 
 #if CL > 1
     // the cluster's partial tiles summed by rank 0 in rounds of CH accumulators a thread: the others write theirs
@@ -238,39 +296,8 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
         }
         cluster.sync();  // rank 0 has read this round before the next is written
     }
-#if FOLD > 0
-    if (X > 0) {  // the folded columns' sums, one more round (X is the cluster's: its blocks share the tile)
-        if (part != 0) {
-#pragma unroll
-            for (int c = 0; c < XR; ++c) {
-                smem[c * NT + tid] = xacc[c];
-            }
-        }
-        cluster.sync();
-        if (part == 0) {
-            for (int q = 1; q < CL; ++q) {
-                const float *theirs = cluster.map_shared_rank(smem, q);
-#pragma unroll
-                for (int c = 0; c < XR; ++c) {
-                    xacc[c] += theirs[c * NT + tid];
-                }
-            }
-        }
-        cluster.sync();
-    }
-#endif
     if (part != 0) {
         return;
-    }
-#endif
-#if FOLD > 0
-    if (X > 0 && row0 + xrow < M) {
-#pragma unroll
-        for (int c = 0; c < XR; ++c) {
-            if (xcol + c * XG < X) {
-                C[(size_t)(row0 + xrow) * N + col0 + BN + xcol + c * XG] = xacc[c];
-            }
-        }
     }
 #endif
 #pragma unroll

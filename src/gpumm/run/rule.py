@@ -38,7 +38,7 @@ def block_of(variant) -> dict | None:
     """How a build's grid covers C: blocks per tile (``cl``, a cluster's blocks splitting k), whether the grid is
     one block per SM (``persistent``: the tiles' work spread evenly over them), and how many of its blocks an SM
     runs side by side at full speed each (``per_sm``: the catalog's ``sm_blocks``, else its MINB, else 1), and, for
-    a build that folds a last column of tiles at most FOLD wide into the tiles beside it, ``fold``; None for a
+    a build whose blocks multiply a last column of tiles at most FOLD wide as its few columns, ``fold``; None for a
     library."""
     if not variant.is_cuda:
         return None
@@ -49,15 +49,15 @@ def block_of(variant) -> dict | None:
 
 
 def columns_of(tile: list[int], block: dict | None, N: int) -> int:
-    """The tiles along N a build makes: N over its tile's width, less a last column of tiles at most ``fold`` wide
-    that the tiles beside it take (cluster_tile's FOLD)."""
+    """The whole tiles along N a build's waves count: N over its tile's width, less a last column of tiles at most
+    ``fold`` wide, whose blocks multiply only its few columns (cluster_tile's FOLD: light beside a whole tile)."""
     fold = (block or {}).get("fold", 0)
     return -(-(N - min(N - 1, fold)) // tile[1])
 
 
 def load(tile: list[int] | None, block: dict | None, sms: int, M: int, N: int) -> float:
-    """The time of an M x N product in a build's waves, per output of C: its blocks (tiles times ``cl``, a folded
-    column of tiles not counted: ``columns_of``) in waves of ``per_sm`` a SM (a block beyond them shares an SM's
+    """The time of an M x N product in a build's waves, per output of C: its blocks (tiles times ``cl``, a narrow
+    column of tiles multiplied as columns not counted: ``columns_of``) in waves of ``per_sm`` a SM (a block beyond them shares an SM's
     throughput: the SM takes longer), or spread evenly over the SMs by a persistent grid. 1 / fill where the tile or
     the block is unknown."""
     if not tile or not block:
