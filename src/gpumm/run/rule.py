@@ -57,9 +57,9 @@ def columns_of(tile: list[int], block: dict | None, N: int) -> int:
 
 def load(tile: list[int] | None, block: dict | None, sms: int, M: int, N: int) -> float:
     """The time of an M x N product in a build's waves, per output of C: its blocks (tiles times ``cl``, a narrow
-    column of tiles multiplied as columns not counted: ``columns_of``) in waves of ``per_sm`` a SM (a block beyond them shares an SM's
-    throughput: the SM takes longer), or spread evenly over the SMs by a persistent grid. 1 / fill where the tile or
-    the block is unknown."""
+    column of tiles multiplied as columns not counted: ``columns_of``) in waves of ``per_sm`` a SM (a block beyond
+    them shares an SM's throughput: the SM takes longer), or spread evenly over the SMs by a persistent grid. 1 /
+    fill where the tile or the block is unknown."""
     if not tile or not block:
         return 1 / fill(tile, M, N)
     blocks = -(-M // tile[0]) * columns_of(tile, block, N) * block["cl"]
