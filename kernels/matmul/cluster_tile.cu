@@ -29,16 +29,19 @@
 // from issue 40 (the FP32 dispatcher at 60% of cuBLAS SGEMM at 1023 x 1025 x
 // 1024 with `streamk`).
 //
-// With FOLD > 0 (the `f` builds), the blocks of a last column of tiles FOLD
+// With FOLD > 0 (the `f` build), the blocks of a last column of tiles FOLD
 // or fewer columns wide do not multiply a whole tile: a warp takes four rows
 // of A at a time, its lanes along k, against B's few columns staged in shared
 // memory, and the cluster sums them as it sums a tile. 1023 x 1025 x 1024
-// makes 72 tiles of 128 x 128, 144 blocks with CL = 2: the 16 of the ninth
-// column (one column of C) are light, and the 12 SMs that run one of them
-// beside a whole tile are not held up as by a second tile (the plain build:
-// 1.8x the time of 1024^3 on an H200). The counter it should move: the elapsed
-// cycles against those at 1024^3. Source: the shape from issue 40; the FP32
-// rule's wave count (gpumm.run.rule.columns_of) leaves such tiles out.
+// makes 72 tiles of 128 x 128, 144 blocks with CL = 2, 16 of them (the ninth
+// column of tiles, one column of C) light. Built for one block an SM (MINB 1:
+// 144 registers), the 12 blocks past the 132 SMs wait for the SMs the light
+// ones leave within microseconds; two blocks an SM (MINB 2) let the hardware
+// place two whole tiles on one SM, and the build ran as slow as the plain one
+// (on an H200: 128 us against 67 for cuBLAS SGEMM; with MINB 1, 77.7 us). The
+// counter it should move: the elapsed cycles against those at 1024^3. Source:
+// the shape from issue 40; the FP32 rule's wave count
+// (gpumm.run.rule.columns_of) leaves such tiles out.
 //
 // Edges: every M, N and K (elements one at a time, zeros outside); global
 // loads are 4 bytes, so no alignment is assumed (B's rows of 1025 floats).
