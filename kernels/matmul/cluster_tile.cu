@@ -30,9 +30,9 @@
 // 1024 with `streamk`).
 //
 // With FOLD > 0 (the `f` build), the blocks of a last column of tiles FOLD
-// or fewer columns wide do not multiply a whole tile: a warp takes four rows
-// of A at a time, its lanes along k, against B's few columns staged in shared
-// memory, and the cluster sums them as it sums a tile. 1023 x 1025 x 1024
+// or fewer columns wide do not multiply a whole tile (narrow.cuh: a warp takes
+// four rows of A at a time, its lanes along k, against B's few columns staged
+// in shared memory; the cluster sums them as a tile). 1023 x 1025 x 1024
 // makes 72 tiles of 128 x 128, 144 blocks with CL = 2, 16 of them (the ninth
 // column of tiles, one column of C) light. Built for one block an SM (MINB 1:
 // 144 registers), the 12 blocks past the 132 SMs wait for the SMs the light
@@ -49,6 +49,7 @@
 #include <cooperative_groups.h>
 
 #include "../need.cuh"
+#include "narrow.cuh"
 
 NEED(BM);
 NEED(BN);
@@ -63,132 +64,18 @@ constexpr int AP = BM + 4;                   // A's stage row (k) in floats: pad
 constexpr int A_PER = (BM * BK + NT - 1) / NT, B_PER = (BK * BN + NT - 1) / NT;
 constexpr int STAGE = BK * (AP + BN);        // floats: A's tile transposed, then B's
 constexpr int CH = 16;                       // accumulators a thread hands over per round of the cluster's sum
-constexpr int XW = 4;                        // rows of A a warp takes at a time in a narrow tile
-constexpr int XK = 512;                      // k of a chunk of B's narrow columns staged in shared memory
-constexpr int XG = NT / BM;                  // threads on one row of a narrow tile's sums
 
 static_assert(BM % 16 == 0 && BN % 16 == 0, "two 4-wide halves per side");
 static_assert(NT % 32 == 0, "whole warps");
 static_assert(2 * STAGE >= CH * NT, "a round of the cluster's sum fits in the stages");
 static_assert(2 * STAGE * 4 <= 48 * 1024, "static shared memory");
 static_assert(CL >= 1 && CL <= 8, "a portable cluster");
-static_assert(FOLD == 0 || (FOLD % 4 == 0 && NT % BM == 0 && FOLD % XG == 0 && BM % (XW * NT / 32) == 0),
-              "float4 rows of B's narrow columns, whole rows of sums, whole groups of rows a warp");
-static_assert(FOLD == 0 || (XK + BM) * FOLD <= 2 * STAGE, "a chunk of the narrow columns and their sums fit");
+static_assert(narrow::smem_floats<BM, FOLD>() <= 2 * STAGE, "a narrow tile's staging fits in the stages");
 
 #if CL > 1
 #define CLUSTER __cluster_dims__(CL, 1, 1)
 #else
 #define CLUSTER
-#endif
-
-#if FOLD > 0
-// A tile of at most FOLD columns of C: each warp XW rows of A at a time, its lanes along k (coalesced reads of A's
-// rows), against the columns of B staged in shared memory in chunks of XK rows; each row's sums reduced across the
-// warp, then summed over the cluster as the tile's are.
-__device__ __forceinline__ void narrow(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C,
-                                       int M, int N, int K, float *smem, int row0, int col0, int kbeg, int kend,
-                                       int part)
-{
-    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, X = N - col0;
-    float *xs = smem, *sums = smem + XK * FOLD;  // a chunk of B's columns [k][FOLD]; the rows' sums [row][FOLD]
-    for (int i = tid; i < BM * FOLD; i += NT) {
-        sums[i] = 0.0f;
-    }
-    for (int kc = kbeg; kc < kend; kc += XK) {
-        const int kn = min(XK, kend - kc);
-        __syncthreads();  // the chunk before is read (and the sums set)
-        for (int i = tid; i < kn * FOLD; i += NT) {
-            const int k = i / FOLD, c = i % FOLD;
-            xs[i] = c < X ? B[(size_t)(kc + k) * N + col0 + c] : 0.0f;
-        }
-        __syncthreads();
-        for (int r0 = warp * XW; r0 < BM; r0 += XW * (NT / 32)) {
-            const float *a[XW];
-#pragma unroll
-            for (int w = 0; w < XW; ++w) {
-                a[w] = A + (size_t)min(row0 + r0 + w, M - 1) * K + kc;  // a row past M reads the last: not kept
-            }
-            float p[XW][FOLD] = {};
-#pragma unroll 4
-            for (int k = lane; k < kn; k += 32) {
-                float v[XW];
-#pragma unroll
-                for (int w = 0; w < XW; ++w) {
-                    v[w] = a[w][k];
-                }
-#pragma unroll
-                for (int q = 0; q < FOLD / 4; ++q) {
-                    const float4 b = *reinterpret_cast<const float4 *>(&xs[k * FOLD + 4 * q]);
-#pragma unroll
-                    for (int w = 0; w < XW; ++w) {
-                        p[w][4 * q] += v[w] * b.x, p[w][4 * q + 1] += v[w] * b.y;
-                        p[w][4 * q + 2] += v[w] * b.z, p[w][4 * q + 3] += v[w] * b.w;
-                    }
-                }
-            }
-#pragma unroll
-            for (int w = 0; w < XW; ++w) {
-#pragma unroll
-                for (int c = 0; c < FOLD; ++c) {
-#pragma unroll
-                    for (int o = 16; o > 0; o >>= 1) {
-                        p[w][c] += __shfl_xor_sync(0xffffffffu, p[w][c], o);
-                    }
-                }
-            }
-            if (lane == 0) {
-#pragma unroll
-                for (int w = 0; w < XW; ++w) {
-#pragma unroll
-                    for (int c = 0; c < FOLD; ++c) {
-                        sums[(r0 + w) * FOLD + c] += p[w][c];
-                    }
-                }
-            }
-        }
-    }
-    __syncthreads();
-    const int row = tid % BM, col = tid / BM;  // this thread's row of sums and its first column, then every XG-th
-    float mine[FOLD / XG];
-#pragma unroll
-    for (int c = 0; c < FOLD / XG; ++c) {
-        mine[c] = sums[row * FOLD + col + c * XG];
-    }
-#if CL > 1
-    // the cluster's sums, in rank order, as the tile's: the others hand theirs over through their shared memory
-    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-    __syncthreads();
-    if (part != 0) {
-#pragma unroll
-        for (int c = 0; c < FOLD / XG; ++c) {
-            smem[c * NT + tid] = mine[c];
-        }
-    }
-    cluster.sync();
-    if (part == 0) {
-        for (int q = 1; q < CL; ++q) {
-            const float *theirs = cluster.map_shared_rank(smem, q);
-#pragma unroll
-            for (int c = 0; c < FOLD / XG; ++c) {
-                mine[c] += theirs[c * NT + tid];
-            }
-        }
-    }
-    cluster.sync();  // rank 0 has read the others' shared memory before they leave
-    if (part != 0) {
-        return;
-    }
-#endif
-    if (row0 + row < M) {
-#pragma unroll
-        for (int c = 0; c < FOLD / XG; ++c) {
-            if (col + c * XG < X) {
-                C[(size_t)(row0 + row) * N + col0 + col + c * XG] = mine[c];
-            }
-        }
-    }
-}
 #endif
 
 extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
@@ -203,7 +90,7 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
     const int kbeg = (part * stages / CL) * BK, kend = min(K, ((part + 1) * stages / CL) * BK);
 #if FOLD > 0
     if (N - col0 <= FOLD) {  // a narrow last column of tiles (the cluster's blocks alike)
-        narrow(A, B, C, M, N, K, smem, row0, col0, kbeg, kend, part);
+        narrow::columns<BM, NT, FOLD, CL>(A, B, C, M, N, K, smem, row0, col0, kbeg, kend, part);
         return;
     }
 #endif
