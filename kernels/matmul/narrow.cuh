@@ -1,6 +1,7 @@
 // narrow.cuh: the blocks of a last column of tiles at most FOLD columns wide
-// multiply only those columns, not a whole tile. Shared by the FP32 rungs
-// that take FOLD (`cluster_tile`, `splitk`): one place for the idea.
+// multiply only those columns, not a whole tile: `cluster_tile`'s FOLD. (On
+// `splitk` at 4097 x 33 x 4095 it lost: each narrow block reads its rows of A
+// again, and A is the whole of that product's traffic.)
 //
 // A tile of Rows rows and X <= Fold columns of C over the block's k range
 // [kbeg, kend) (template parameters named apart from the kernels' macros): each warp takes XW rows of A at a time, its lanes along k

@@ -31,19 +31,12 @@
 // rung's idea (an XOR of the row by the column's 4-group). The exploration on
 // an H100 (data/checks/fp32-splitk-h100) chose the candidates of the catalog.
 //
-// With FOLD > 0 (the `f` build), the blocks of a last column of tiles FOLD
-// or fewer columns wide multiply only its columns (narrow.cuh), not a tile:
-// 4097 x 33 x 4095 in 32 x 32 tiles is 129 rows of whole tiles and a column
-// of tiles one column wide, so the 32-wide tile wastes nothing where the
-// 48-wide one (`b32x48c2`) computes 15 columns of zeros a tile.
-//
 // Edges: every M, N and K (elements one at a time, zeros outside); global
 // loads are 4 bytes, so no alignment is assumed.
 
 #include <cooperative_groups.h>
 
 #include "../need.cuh"
-#include "narrow.cuh"
 
 NEED(BM);
 NEED(BN);
@@ -53,7 +46,6 @@ NEED(SPLIT);
 NEED(KC);
 NEED(MINB);  // blocks per SM the registers must allow (__launch_bounds__)
 NEED(CL);    // blocks of a cluster splitting one tile's k range (1: none)
-NEED(FOLD);  // the widest last column of tiles whose blocks multiply only its columns (0: none)
 
 constexpr int GX = BN / TN;            // threads across a group's tile
 constexpr int GT = GX * (BM / TM);     // threads in one group (one k slice)
@@ -66,7 +58,6 @@ constexpr int RED = (SPLIT + 1) * BM * BN;  // floats: every group's partial til
 constexpr int SMEM = STAGE > RED ? STAGE : RED;
 
 static_assert(BM % 32 == 0, "the swizzle permutes rows within 32-row groups");
-static_assert(narrow::smem_floats<BM, FOLD>() <= SMEM, "a narrow tile's staging fits in the shared memory");
 static_assert(TM % 4 == 0 && TN % 4 == 0 && BN % TN == 0 && BM % TM == 0, "float4 reads of whole thread tiles");
 static_assert(GT % 32 == 0, "a warp belongs to one k group");
 static_assert(KC % 8 == 0 && KC % SPLIT == 0, "the stage is whole 8-column groups, split evenly");
@@ -100,12 +91,6 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
     const int row0 = blockIdx.y * BM, col0 = (blockIdx.x / CL) * BN;
     const int stages = (K + KC - 1) / KC;
     const int kbeg = (part * stages / CL) * KC, kend = min(K, ((part + 1) * stages / CL) * KC);
-#if FOLD > 0
-    if (N - col0 <= FOLD) {  // a narrow last column of tiles (the cluster's blocks alike): narrow.cuh
-        narrow::columns<BM, NT, FOLD, CL>(A, B, C, M, N, K, smem, row0, col0, kbeg, kend, part);
-        return;
-    }
-#endif
 
     float a_r[A_PER], b_r[B_PER];
     auto fetch = [&](int k0) {
