@@ -247,10 +247,11 @@ def heat(cupy, runs: list, seconds: float, most_s: float = 0.0, cap=None) -> dic
     its cap and not yet held there, the rounds go on until it is, ``most_s`` seconds in all at most: a cool chip
     draws less, and the first shape of a prompt could spend its ``seconds`` below the cap and time its rounds as
     the clock fell (the h200 archive of 4314ed5: cuBLAS BF16 on the down layer at 1,024 tokens at 150 us in 7
-    rounds of the dispatch step at 1,860 MHz, then 168 us, against 169-180 us in the fitted step; the pick at
-    0.955 of it, then 1.0). (heat_s, heat_rounds, heat_end): the seconds and rounds spent, and why they ended:
-    "cap" (held at the cap), "below" (the board well below its power limit: the kernels do not reach it),
-    "limit" (``most_s`` spent near it), "time" (``seconds`` spent, no ``cap`` to ask), "" (no heat)."""
+    rounds of the dispatch step, its rounds' median clock 1,860 MHz, then 168 us, against 169-180 us in the fitted
+    step; the pick at 0.91-0.96 of it, then level). (heat_s, heat_rounds, heat_end): the seconds and rounds
+    spent, and why they ended: "cap" (held at the cap), "below" (the board well below its power limit: the
+    kernels do not reach it), "limit" (``most_s`` spent near it), "time" (``seconds`` spent, no ``cap`` to ask),
+    "" (no heat)."""
     started, r = time.perf_counter(), 0
     stream = cupy.cuda.get_current_stream()
     most = max(seconds, most_s) if cap is not None and seconds > 0 else seconds
