@@ -71,6 +71,7 @@ static_assert(2 * STAGE >= CH * NT, "a round of the cluster's sum fits in the st
 static_assert(2 * STAGE * 4 <= 48 * 1024, "static shared memory");
 static_assert(CL >= 1 && CL <= 8, "a portable cluster");
 static_assert(narrow::smem_floats<BM, FOLD>() <= 2 * STAGE, "a narrow tile's staging fits in the stages");
+static_assert(FOLD < BN, "a narrow column of tiles is narrower than a tile");
 
 #if CL > 1
 #define CLUSTER __cluster_dims__(CL, 1, 1)

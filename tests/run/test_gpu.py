@@ -118,8 +118,10 @@ def test_variant_matches_float64_reference(launchers, vid, shape):
 
 
 # N = 2 tiles and 4 columns (folded), 128 and 3 (folded), 128 and 5 (a tile of its own), 8 and 2 (folded); N within
-# the fold (one tile); K that leaves a cluster's blocks unequal stages and a part of a stage
+# the fold (one tile); K that leaves a cluster's blocks unequal stages and a part of a stage, and K of one stage
+# (the cluster's second block with no k of its own)
 FOLD_SHAPES = [(130, 260, 67), (200, 131, 129), (65, 133, 40), (129, 1026, 1000), (3, 4, 9), (257, 1028, 17)]
+FOLD_SHAPES += [(130, 260, 5)]
 
 
 @pytest.mark.parametrize("shape", FOLD_SHAPES, ids=lambda s: "x".join(map(str, s)))

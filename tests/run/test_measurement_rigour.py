@@ -106,10 +106,10 @@ def test_clock_summary_marks_a_fall_below_the_maximum_as_throttled():
 
 
 class _FakeNvml:
-    """The NVML calls clocks.Cap makes, answering what a test sets."""
+    """The NVML calls clocks.Cap makes, answering what a test sets (``broken``: every read raises)."""
 
     def __init__(self):
-        self.reason, self.violation_ns, self.power = 0x0, 0, 600.0
+        self.reason, self.violation_ns, self.power, self.broken = 0x0, 0, 600.0, False
 
     def power_limit_w(self):
         return 700.0
@@ -118,16 +118,25 @@ class _FakeNvml:
         return self.power
 
     def reasons(self):
+        if self.broken:
+            raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
         return self.reason
 
     def counters(self, energy=True):
         return clocks.Counters(t=0.0, stamp_us=0, power_violation_ns=self.violation_ns, thermal_violation_ns=0)
 
 
-def test_the_cap_probe_says_held_from_a_slowdown_reason_or_a_violation_counter_that_moved_else_below_or_near():
+def _cap(nv):
+    """A clocks.Cap on the fake, made as the model step makes it just before the heat (its counters read then)."""
     cap = clocks.Cap.__new__(clocks.Cap)
+    cap._nvml, cap._limit = nv, nv.power_limit_w()
+    cap._held = cap._counters()
+    return cap
+
+
+def test_the_cap_probe_says_held_from_a_slowdown_reason_or_a_violation_counter_that_moved_else_below_or_near():
     nv = _FakeNvml()
-    cap._nvml, cap._limit, cap._held = nv, nv.power_limit_w(), None
+    cap = _cap(nv)
     assert cap() == "below"  # 600 W of 700: under 90% of the limit
     nv.power = 650.0
     assert cap() == ""  # near the cap, not held: the counter has not moved since the call before
@@ -138,10 +147,43 @@ def test_the_cap_probe_says_held_from_a_slowdown_reason_or_a_violation_counter_t
     assert cap() == "cap"
     nv.reason = 0x1  # idle is not a slowdown
     assert cap() == ""
-    fresh = clocks.Cap.__new__(clocks.Cap)
-    fresh._nvml, fresh._limit, fresh._held = nv, 700.0, None
+    fresh = _cap(nv)
     nv.violation_ns += 1
-    assert fresh() == ""  # a first call has no counter to compare with: only the reasons count
+    assert fresh() == "cap"  # the first call counts what the policy did since the probe was made (the heat's)
+
+
+def test_the_cap_probe_that_cannot_read_nvml_ends_the_heat_at_its_seconds():
+    nv = _FakeNvml()
+    cap = _cap(nv)
+    nv.broken = True
+    assert cap() == "time"
+    none = clocks.Cap.__new__(clocks.Cap)
+    none._nvml, none._limit, none._held = None, None, None
+    assert not none.available and none() == "time"
+
+
+def test_the_board_s_power_is_nvml_s_instantaneous_field_where_the_driver_has_it():
+    import types
+
+    class Nv:
+        NVML_FI_DEV_POWER_INSTANT = 186
+
+        def __init__(self, ok):
+            self.ok = ok
+
+        def nvmlDeviceGetFieldValues(self, handle, fields):
+            value = types.SimpleNamespace(uiVal=690_000)
+            return [types.SimpleNamespace(nvmlReturn=0 if self.ok else 3, value=value)]
+
+        def nvmlDeviceGetPowerUsage(self, handle):
+            return 610_000  # averaged over the last second
+
+    nvml = clocks._Nvml.__new__(clocks._Nvml)
+    nvml.handle = None
+    nvml.nv = Nv(True)
+    assert nvml.power_w() == 690.0
+    nvml.nv = Nv(False)
+    assert nvml.power_w() == 610.0
 
 
 # ---------------------------------------------------------------- digests and configs

@@ -203,8 +203,14 @@ class _Nvml:
         return v / 1e3 if v is not None else None
 
     def power_w(self) -> float | None:
-        """The board's power now (NVML's reading, which moves every 100 ms on an H100)."""
-        v = self._try(self.nv.nvmlDeviceGetPowerUsage, self.handle)
+        """The board's power now: NVML's instantaneous field where the driver has it (it moves every 100 ms on an
+        H100), else its power usage, which Ampere and later cards average over the last second."""
+        nv = self.nv
+        field = getattr(nv, "NVML_FI_DEV_POWER_INSTANT", None)
+        got = self._try(nv.nvmlDeviceGetFieldValues, self.handle, [field]) if field is not None else None
+        if got and int(got[0].nvmlReturn) == 0:
+            return float(got[0].value.uiVal) / 1e3
+        v = self._try(nv.nvmlDeviceGetPowerUsage, self.handle)
         return v / 1e3 if v is not None else None
 
     def reasons(self) -> int:
@@ -295,32 +301,42 @@ NEAR_CAP = 0.9  # a board drawing less than this share of its power limit is not
 class Cap:
     """Where the card stands against its power cap now, for the model steps' heat rounds (gpumm.run.layers.heat):
     each call says "cap" where a power or thermal policy holds the clock down (a slowdown reason set now, or a
-    violation counter that moved since the call before), "below" where the board draws less than NEAR_CAP of its
-    power limit (its kernels do not reach the cap: FP32 draws 440-620 W of an H100's or H200's 700), else "" (near
-    the cap, not yet held: the chip still warming, as a BF16 prompt's first second is). Without NVML (no driver
-    library) ``available`` is False and nothing is called."""
+    violation counter that moved since the call before, or for the first call since the probe was made, just
+    before the heat), "below" where the board draws less than NEAR_CAP of its power limit (its kernels do not reach
+    the cap: FP32 draws 440-620 W of an H100's or H200's 700), else "" (near the cap, not yet held: the chip still
+    warming, as a BF16 prompt's first second is). "time" where NVML fails to answer: the heat then ends at its
+    seconds, as without NVML. The device is the current CUDA device's, found by its PCI bus id
+    (``pci_bus_id``); without NVML ``available`` is False."""
 
     def __init__(self, device_index: int = 0, pci_bus_id: str | None = None):
         try:
             self._nvml = _Nvml(device_index, pci_bus_id)
             self._limit = self._nvml.power_limit_w()
+            self._held = self._counters()
         except Exception:  # no NVML here
-            self._nvml, self._limit = None, None
-        self._held = None
+            self._nvml, self._limit, self._held = None, None, None
 
     @property
     def available(self) -> bool:
         return self._nvml is not None
 
+    def _counters(self) -> tuple:
+        c = self._nvml.counters(energy=False)
+        return (c.power_violation_ns, c.thermal_violation_ns)
+
     def __call__(self) -> str:
-        nv = self._nvml
-        c = nv.counters(energy=False)
-        held = (c.power_violation_ns, c.thermal_violation_ns)
+        if self._nvml is None:
+            return "time"
+        try:
+            held = self._counters()
+            reasons = self._nvml.reasons()
+        except Exception:  # a failed read: no verdict, the heat ends at its seconds
+            return "time"
         moved = self._held is not None and any(
             a is not None and b is not None and b > a for a, b in zip(self._held, held)
         )
         self._held = held
-        if moved or nv.reasons() & SLOWDOWN:
+        if moved or reasons & SLOWDOWN:
             return "cap"
-        power = nv.power_w()
+        power = self._nvml.power_w()
         return "below" if power is not None and self._limit and power < NEAR_CAP * self._limit else ""

@@ -211,9 +211,10 @@ def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, W, shape, l2:
     if not runs:  # every member failed its checks
         return rows, {}
     seconds = settings["heat_s"] if M >= settings["heat_from_tokens"] else 0.0
-    cap = clocks.Cap() if seconds > 0 else None
+    bus = cupy.cuda.Device().pci_bus_id  # NVML's device indices need not be CUDA's
+    cap = clocks.Cap(pci_bus_id=bus) if seconds > 0 else None
     heated = heat(cupy, [r[3] for r in runs], seconds, settings["heat_max_s"], cap if cap and cap.available else None)
-    watch = clocks.Watch()
+    watch = clocks.Watch(pci_bus_id=bus)
     watch.start()
     for r in range(settings["warmup"] + settings["samples"]):
         events = []
@@ -250,8 +251,8 @@ def heat(cupy, runs: list, seconds: float, most_s: float = 0.0, cap=None) -> dic
     rounds of the dispatch step, its rounds' median clock 1,860 MHz, then 168 us, against 169-180 us in the fitted
     step; the pick at 0.91-0.96 of it, then level). (heat_s, heat_rounds, heat_end): the seconds and rounds
     spent, and why they ended: "cap" (held at the cap), "below" (the board well below its power limit: the
-    kernels do not reach it), "limit" (``most_s`` spent near it), "time" (``seconds`` spent, no ``cap`` to ask),
-    "" (no heat)."""
+    kernels do not reach it), "limit" (``most_s`` spent near it), "time" (``seconds`` spent, no ``cap`` to ask or
+    NVML did not answer), "" (no heat)."""
     started, r = time.perf_counter(), 0
     stream = cupy.cuda.get_current_stream()
     most = max(seconds, most_s) if cap is not None and seconds > 0 else seconds
@@ -261,7 +262,7 @@ def heat(cupy, runs: list, seconds: float, most_s: float = 0.0, cap=None) -> dic
         if spent >= seconds:
             if cap is None or seconds <= 0:
                 break
-            state = cap()
+            state = cap()  # "time" where NVML failed to answer: the heat ends at its seconds
             if state:
                 end = state
                 break
