@@ -154,7 +154,7 @@ def shape_table(spec: dict, per_shape: pd.DataFrame, samples: pd.DataFrame, rate
     warm = samples.groupby(["layer", "M"]).weights.agg(lambda w: "warm" in set(w)).rename("warm")
     # a step made before the heat rounds has no such column (nor its rows, beside a step that has it): none
     per_shape = per_shape.assign(heat_s=per_shape["heat_s"].fillna(0.0) if "heat_s" in per_shape else 0.0)
-    ends = per_shape["heat_end"].fillna("").astype(str) if "heat_end" in per_shape else ""
+    ends = per_shape["heat_end"].map(lambda e: e if isinstance(e, str) else "") if "heat_end" in per_shape else ""
     per_shape = per_shape.assign(heat_end=ends)
     members = per_shape.groupby(["layer", "M"])[["members", "failed", "heat_s"]].max()
     members["heat_end"] = per_shape.groupby(["layer", "M"]).heat_end.agg(lambda e: ", ".join(sorted(set(e) - {""})))
