@@ -152,7 +152,7 @@ class _Nvml:
             nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
             nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
             nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
-            int(self._reasons(h)),
+            self.reasons(),
         )
 
     def _try(self, fn, *args):
@@ -332,9 +332,7 @@ class Cap:
             reasons = self._nvml.reasons()
         except Exception:  # a failed read: no verdict, the heat ends at its seconds
             return "time"
-        moved = self._held is not None and any(
-            a is not None and b is not None and b > a for a, b in zip(self._held, held)
-        )
+        moved = any((_delta(a, b) or 0) > 0 for a, b in zip(self._held, held))
         self._held = held
         if moved or reasons & SLOWDOWN:
             return "cap"

@@ -213,7 +213,7 @@ def time_shape(cupy, members: dict, picks: dict, ok: list[str], A, W, shape, l2:
     seconds = settings["heat_s"] if M >= settings["heat_from_tokens"] else 0.0
     bus = cupy.cuda.Device().pci_bus_id  # NVML's device indices need not be CUDA's
     cap = clocks.Cap(pci_bus_id=bus) if seconds > 0 else None
-    heated = heat(cupy, [r[3] for r in runs], seconds, settings["heat_max_s"], cap if cap and cap.available else None)
+    heated = heat(cupy, [r[3] for r in runs], seconds, settings["heat_max_s"], cap)  # without NVML: "time"
     watch = clocks.Watch(pci_bus_id=bus)
     watch.start()
     for r in range(settings["warmup"] + settings["samples"]):
