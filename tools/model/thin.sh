@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The FP32 model step by hand on a lent GPU machine for `splitk` at the thin held-out 4097 x 33 x 4095 (issue 40,
 # data/checks/fp32-thin-h200): the cubins come built here (results/carry/build/<variant>/, carried); `bash
-# tools/model/thin.sh NAME "KERNELS" "PROFILED"` runs the FP32 fit step with KERNELS (comma-separated catalog
-# variants), its rule and the dispatch step as the pipeline runs them, then the thin probe shapes, Nsight Compute
-# on one launch of each PROFILED variant at 4097 x 33 x 4095, and the GPU tests of `splitk` and the model step's
-# (the fold and cold-and-warm tests); everything into $OUT/NAME.tgz. The device README's install line is its first.
+# tools/model/thin.sh NAME "KERNELS" "PROFILED"` runs the GPU tests of `splitk`, the folds and the model step's
+# cold and warm weights, then the FP32 fit step with KERNELS (comma-separated catalog variants), its rule and the
+# dispatch step as the pipeline runs them, the thin probe shapes, and Nsight Compute on one launch of each PROFILED
+# variant at 4097 x 33 x 4095; everything into $OUT/NAME.tgz. The device README's install line is its first.
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD/src PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
