@@ -15,8 +15,9 @@
 // float4 (A stored transposed, each column 4 floats longer than the tile's
 // rows: its stores and its float4 reads free of bank conflicts, a read's
 // address a constant offset of the stage's column), a warp's thread tiles
-// 8 high and 4 wide where the tile allows (a float4 read of A and of B, one
-// wavefront each), the next stage fetched into registers while this one is
+// 8 high and 4 wide where the tile allows (a float4 read of A covers 128
+// unique bytes, of B 64, without bank conflicts), the next stage fetched into
+// registers while this one is
 // multiplied (each element's offset and bounds worked out once, not a
 // stage), and the split of k, which gives a small tile the warps a big one
 // has. Over `streamk` (the race's top rung,
@@ -40,7 +41,11 @@
 // instructions FFMA, shared memory at 74% of its throughput).
 //
 // Edges: every M, N and K (elements one at a time, zeros outside); global
-// loads are 4 bytes, so no alignment is assumed.
+// loads are 4 bytes, so no alignment is assumed. Limits: the fetch's offsets
+// are 32-bit, so KC x N and BM x K stay under 2^32 (N and K under 2^27 with
+// these tiles); the grid's y side keeps M under 65,536 x BM.
+// The cluster build at 80 registers (MINB 2) spills the three store addresses
+// of A's elements, read back once a stage.
 
 #include <cooperative_groups.h>
 
@@ -71,11 +76,12 @@ static_assert(TM % 4 == 0 && TN % 4 == 0 && BN % TN == 0 && BM % TM == 0, "float
 static_assert(GT % 32 == 0, "a warp belongs to one k group");
 static_assert(KC % 8 == 0 && KC % SPLIT == 0, "the stage is whole 8-column groups, split evenly");
 static_assert(CL >= 1 && CL <= 8, "a portable cluster");
+static_assert(BM % 8 == 0, "AP / 4 odd: the stores of A's stage free of bank conflicts");
 static_assert(SMEM * 4 <= 48 * 1024, "static shared memory");
 
 // element e of A's stage tile in fetch order: a warp takes 8 columns of 4 rows (four 32-byte sectors); its index in
-// the transposed tile, column x AP + row: with AP = BM + 4 the 32 stores of a warp hit 32 banks (4 x column + row
-// mod 32), and the 4 rows a float4 read takes stay side by side, 16-byte aligned
+// the transposed tile, column x AP + row: with AP = BM + 4 (AP / 4 odd) the 32 stores of a warp hit 32 banks (for
+// BM = 32, 4 x column + row mod 32), and the 4 rows a float4 read takes stay side by side, 16-byte aligned
 __device__ __forceinline__ void a_slot(int e, int &m, int &k, int &at)
 {
     const int rest = e >> 5;
@@ -97,7 +103,7 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
     float *As = smem, *Bs = smem + KC * AP;
     // a thread's place in its group's tile: where the group's tile is 8 thread tiles high and a multiple of 4 wide, a
     // warp takes 8 rows of 4 columns of thread tiles (its float4 reads of a stage's column: 8 of A and 4 of B, 128
-    // and 64 bytes, one shared-memory wavefront each), else whole rows of them
+    // and 64 unique bytes, no bank conflicts), else whole rows of them
     const int tid = threadIdx.x, g = tid / GT, t = tid % GT;
     const int tx = WARP8 ? (t / 32) * 4 + t % 4 : t % GX, ty = WARP8 ? (t % 32) / 4 : t / GX;
     const int part = blockIdx.x % CL;  // this block's rank in its cluster: its share of the tile's stages
