@@ -17,11 +17,10 @@
 // address a constant offset of the stage's column), a warp's thread tiles
 // 8 high and 4 wide where the tile allows (a float4 read of A covers 128
 // unique bytes, of B 64, without bank conflicts), the next stage fetched into
-// registers while this one is
-// multiplied (each element's offset and bounds worked out once, not a
-// stage), and the split of k, which gives a small tile the warps a big one
-// has. Over `streamk` (the race's top rung,
-// 256 x 128 tiles, partial tiles through a global workspace): tiles small
+// registers while this one is multiplied (each element's offset and bounds
+// worked out once, not a stage), and the split of k, which gives a small tile
+// the warps a big one has. Over `streamk` (the race's top rung, 256 x 128
+// tiles, partial tiles through a global workspace): tiles small
 // enough for a small or thin product to give every SM work, and no
 // workspace, no atomics, no counters: launches may overlap.
 // The counter it should move: SM active cycles against elapsed cycles
