@@ -71,9 +71,7 @@ def known_stale() -> dict[str, set[str]]:
         # splitk's padded column, fetch offsets and 8 x 4 warps (data/checks/fp32-thin-h200): the h200 archive is
         # of that code; no H100 was lent since
         "h100": SPLITK,
-        # the cluster build's stage loop unrolled twice (thin4 of data/checks/fp32-thin-h200), until the h200
-        # archive is made again
-        "h200": {"splitk_b32x48c2"},
+        "h200": set(),
     }
 
 
