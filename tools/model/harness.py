@@ -27,6 +27,9 @@ fields for gapped_watch and step), and prints each shape's medians.
     python tools/model/harness.py OUT [--layers gate_up,down] [--tokens 1,16] [--kernels a,b] [--preheat S]
 
 --preheat S: S seconds of FP16 products of 8192 x 8192 (cuBLAS) first, the card warmed as the study leaves it.
+--knockout NAME:VARIANT:CUBIN (repeatable): a build of VARIANT's file with a part left out (its output wrong by
+design, so never checked and never a candidate), launched as VARIANT and timed beside the others: what that part
+costs (the tokens' boxes of the TMA stream, data/checks/model-decode-harness-h200).
 """
 
 import argparse
@@ -99,8 +102,8 @@ def graph_of(cupy, launcher, A, copies: list, C, n: int):
     return lambda: graph.launch(stream)
 
 
-def one_shape(cupy, members: dict, read_fn, shape: tuple, l2: int, settings: dict) -> tuple:
-    """(checks, samples, the Watch's rows) of one shape, every way."""
+def one_shape(cupy, members: dict, read_fn, shape: tuple, l2: int, settings: dict, knockouts: dict) -> tuple:
+    """(checks, samples, the Watch's rows) of one shape, every way; ``knockouts`` (name -> Member) timed unchecked."""
     M, N, K = shape
     picks = {m: m for m in members}
     checks, A, W = layers.check_shape(cupy, members, picks, shape, 0)
@@ -108,9 +111,10 @@ def one_shape(cupy, members: dict, read_fn, shape: tuple, l2: int, settings: dic
     reader.bind(None, W, None)()
     read_ok = reads.sum_mod32(cupy, reader.out) == reads.sum_mod32(cupy, W)
     checks.append({"kernel": "read_rows2", "status": "ok" if read_ok else "failed", "check": "sums"})
-    failed = {c["kernel"] for c in checks if c["status"] != "ok"}
-    ok = [m for m in [*members, "read_rows2"] if m not in failed]
-    all_members = {**members, "read_rows2": layers.Member("read_rows2", reader)}
+    checks += [{"kernel": k, "status": "unchecked", "check": "knockout"} for k in knockouts]
+    failed = {c["kernel"] for c in checks if c["status"] == "failed"}
+    ok = [m for m in [*members, "read_rows2", *knockouts] if m not in failed]
+    all_members = {**members, "read_rows2": layers.Member("read_rows2", reader), **knockouts}
     copies = [W] + [W.copy() for _ in range(layers.copies_for(W.nbytes, l2, settings["cold_factor"]) - 1)]
     C = cupy.empty((M, N), dtype=cupy.float32)
     runs = [(m, *layers.sample_graph(cupy, all_members[m].launcher, A, copies, C, settings)) for m in ok]
@@ -142,6 +146,7 @@ def main() -> None:
     p.add_argument("--tokens", default="16,1")
     p.add_argument("--kernels", default="bf16_stream_tma_k4s5e,cublas_bf16")
     p.add_argument("--preheat", type=float, default=0.0, help="seconds of FP16 8192^3 products first (cuBLAS)")
+    p.add_argument("--knockout", action="append", default=[], help="NAME:VARIANT:CUBIN, timed without checks")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -152,6 +157,12 @@ def main() -> None:
         v = catalog.from_id(vid)
         binary = paths.build_dir(vid) / v.binary_name if v.is_cuda else None
         members[vid] = layers.Member(vid, Launcher(v, binary), layers.max_m(v))
+    knockouts = {}
+    for spec_ in args.knockout:  # a build of a variant's file with a part left out: its output wrong by design
+        name, vid, cubin = spec_.split(":", 2)
+        knockouts[name] = layers.Member(
+            name, Launcher(catalog.from_id(vid), Path(cubin)), layers.max_m(catalog.from_id(vid))
+        )
     read_cubin = paths.build_dir("read_stream") / "kernel.cubin"
     reads.read_rate(read_cubin).to_csv(out / "read.csv", index=False)  # the DRAM bound's rate, as the model step's
     read_mod = cupy.RawModule(path=str(read_cubin))
@@ -173,7 +184,7 @@ def main() -> None:
             for name in args.layers.split(","):
                 shape = (m, model[name]["n"], model[name]["k"])
                 key = {"layer": name, "M": m}
-                c, s, w = one_shape(cupy, members, read_fn, shape, l2, settings)
+                c, s, w = one_shape(cupy, members, read_fn, shape, l2, settings, knockouts)
                 checks += [key | r for r in c]
                 samples += [key | r for r in s]
                 watch += [key | r for r in w]
@@ -183,7 +194,7 @@ def main() -> None:
     pd.DataFrame(checks).to_csv(out / "checks.csv", index=False)
     pd.DataFrame(samples).to_csv(out / "samples.csv", index=False)
     pd.DataFrame(watch).to_csv(out / "watch.csv", index=False)
-    failed = [c for c in checks if c["status"] != "ok"]
+    failed = [c for c in checks if c["status"] == "failed"]
     print(
         f"{len(samples)} samples, {len(failed)} failed checks; median of every way: "
         f"{statistics.median(r['us'] for r in samples):.1f} us"
