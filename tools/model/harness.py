@@ -27,9 +27,10 @@ fields for gapped_watch and step), and prints each shape's medians.
     python tools/model/harness.py OUT [--layers gate_up,down] [--tokens 1,16] [--kernels a,b] [--preheat S]
 
 --preheat S: S seconds of FP16 products of 8192 x 8192 (cuBLAS) first, the card warmed as the study leaves it.
---knockout NAME:VARIANT:CUBIN (repeatable): a build of VARIANT's file with a part left out (its output wrong by
-design, so never checked and never a candidate), launched as VARIANT and timed beside the others: what that part
-costs (the tokens' boxes of the TMA stream, data/checks/model-decode-harness-h200).
+--knockout NAME:VARIANT:CUBIN[:GRID] (repeatable): a build of VARIANT's file with a part left out (its output wrong
+by design, so never checked and never a candidate), launched as VARIANT (with GRID blocks where given, `sms` one an
+SM: a persistent build) and timed beside the others: what that part costs (the TMA stream's tokens' boxes, its
+wgmmas, its blocks' turnover: data/checks/model-decode-harness-h200).
 """
 
 import argparse
@@ -46,10 +47,25 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from gpumm.run import clocks, layers, pairing, reads, timing  # noqa: E402
-from gpumm.run.launch import Launcher  # noqa: E402
+from gpumm.run.launch import Launcher, sm_count  # noqa: E402
 from gpumm.setup import catalog, paths  # noqa: E402
 
 WARMUP, SAMPLES = 2, 10
+
+
+class FixedGrid:
+    """A BF16 kernel's launcher with its grid set to ``blocks`` (a knock-out's persistent build)."""
+
+    def __init__(self, launcher, blocks: int):
+        self.inner, self.blocks = launcher, blocks
+
+    def bind(self, A, W, C):
+        from gpumm.run import hopper
+
+        (M, K), N = A.shape, W.shape[0]
+        geom, fn, block = self.inner._geom, self.inner._fn, self.inner.variant.block_dims()
+        args = hopper.arguments(geom, A, W, C, M, N, K)
+        return lambda: fn((self.blocks,), block, args, shared_mem=geom["smem"])
 
 
 def gapped(cupy, runs: list, way: str) -> list[dict]:
@@ -146,7 +162,7 @@ def main() -> None:
     p.add_argument("--tokens", default="16,1")
     p.add_argument("--kernels", default="bf16_stream_tma_k4s5e,cublas_bf16")
     p.add_argument("--preheat", type=float, default=0.0, help="seconds of FP16 8192^3 products first (cuBLAS)")
-    p.add_argument("--knockout", action="append", default=[], help="NAME:VARIANT:CUBIN, timed without checks")
+    p.add_argument("--knockout", action="append", default=[], help="NAME:VARIANT:CUBIN[:GRID], timed without checks")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -159,10 +175,11 @@ def main() -> None:
         members[vid] = layers.Member(vid, Launcher(v, binary), layers.max_m(v))
     knockouts = {}
     for spec_ in args.knockout:  # a build of a variant's file with a part left out: its output wrong by design
-        name, vid, cubin = spec_.split(":", 2)
-        knockouts[name] = layers.Member(
-            name, Launcher(catalog.from_id(vid), Path(cubin)), layers.max_m(catalog.from_id(vid))
-        )
+        name, vid, cubin, *grid = spec_.split(":")
+        launcher = Launcher(catalog.from_id(vid), Path(cubin))
+        if grid:  # a persistent build: GRID blocks ("sms": one an SM), not the variant's grid
+            launcher = FixedGrid(launcher, sm_count() if grid[0] == "sms" else int(grid[0]))
+        knockouts[name] = layers.Member(name, launcher, layers.max_m(catalog.from_id(vid)))
     read_cubin = paths.build_dir("read_stream") / "kernel.cubin"
     reads.read_rate(read_cubin).to_csv(out / "read.csv", index=False)  # the DRAM bound's rate, as the model step's
     read_mod = cupy.RawModule(path=str(read_cubin))
