@@ -72,6 +72,7 @@ constexpr int STAGE = KC * (AP + BN);  // floats: A's tile transposed, then B's
 constexpr int RED = (SPLIT + 1) * BM * BN;  // floats: every group's partial tile, then the block's
 constexpr int SMEM = STAGE > RED ? STAGE : RED;
 constexpr bool WARP8 = BM / TM == 8 && GX % 4 == 0;  // a warp as 8 x 4 thread tiles
+constexpr int STAGE_UNROLL = UNROLL;  // `#pragma unroll` takes a constant expression, not a macro
 
 static_assert(TM % 4 == 0 && TN % 4 == 0 && BN % TN == 0 && BM % TM == 0, "float4 reads of whole thread tiles");
 static_assert(GT % 32 == 0, "a warp belongs to one k group");
@@ -90,9 +91,6 @@ __device__ __forceinline__ void a_slot(int e, int &m, int &k, int &at)
     m = (rest / (KC / 8)) * 4 + ((e >> 3) & 3);
     at = k * AP + m;
 }
-
-#define UNROLL_TEXT(x) #x
-#define UNROLL_BY(n) _Pragma(UNROLL_TEXT(unroll n))
 
 #if CL > 1
 #define CLUSTER __cluster_dims__(CL, 1, 1)
@@ -180,7 +178,7 @@ extern "C" __global__ void CLUSTER __launch_bounds__(NT, MINB)
         }
         // unrolled 4 times (fully: no faster at 4097 x 33 x 4095), the cluster build twice: 76 registers without a
         // spill, 2.4% faster there (data/checks/fp32-thin-h200)
-        UNROLL_BY(UNROLL)
+#pragma unroll(STAGE_UNROLL)
         for (int kk = 0; kk < BK; ++kk) {
             const int k = g * BK + kk;
             float a[TM], b[TN];
