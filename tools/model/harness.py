@@ -69,19 +69,8 @@ class FixedGrid:
 
 
 def gapped(cupy, runs: list, way: str) -> list[dict]:
-    """Each member's samples one at a time, the GPU synchronized after each."""
-    rows = []
-    for mid, run, batch in runs:
-        for r in range(WARMUP + SAMPLES):
-            s, e = cupy.cuda.Event(), cupy.cuda.Event()
-            s.record()
-            run()
-            e.record()
-            e.synchronize()
-            if r >= WARMUP:
-                rows.append({"way": way, "kernel": mid, "round": r, "batch": batch})
-                rows[-1]["us"] = cupy.cuda.get_elapsed_time(s, e) * 1e3 / batch
-    return rows
+    """Each member's samples one at a time, the GPU synchronized after each: rounds of one member."""
+    return [row for run in runs for row in rounds(cupy, [run], way)]
 
 
 def rounds(cupy, runs: list, way: str) -> list[dict]:
