@@ -15,11 +15,12 @@
 // and K split across a cluster's blocks with the partial sums added through distributed shared memory all lose to this
 // shape; an L2 evict-first hint on the weight's boxes (stream_tma.cuh) gains 0.9 to 3.0 points of the bound at 16
 // tokens, and a Stream-K split of the stages over every SM loses on down, QKV and the output layer
-// (data/checks/model-decode-evict-h200); the tokens' boxes multicast to a cluster of 2 or 4 blocks lose about 3
-// points on every layer (data/checks/model-decode-mc-h200); the weight in boxes of 8 to 32 rows loses in step with
-// the copies' count, and one 3-D box of the weight and one of the tokens a stage are level with these 8 copies
-// (data/checks/model-decode-boxes-h200). The tensor maps have the L2 fetch 128 bytes for a miss (`.l2_fetch`: a box
-// row's width) in place of the launcher's 256: 4.6 points of the bound on gate and up and 4.2 on the logits at 16
+// (data/checks/model-decode-evict-h200); the tokens' boxes multicast to a cluster of 2 or 4 blocks lose about 3 points
+// on every layer (data/checks/model-decode-mc-h200); the weight in boxes of 8 to 32 rows loses in step with the copies'
+// count, and one 3-D box of the weight and one of the tokens a stage are level with these 8 copies
+// (data/checks/model-decode-boxes-h200); the next stages' weight prefetched into the L2 ahead of the loads loses 5 to
+// 26 points (data/checks/model-decode-l2pf-h200). The tensor maps have the L2 fetch 128 bytes for a miss (`.l2_fetch`:
+// a box row's width) in place of the launcher's 256: 4.6 points of the bound on gate and up and 4.2 on the logits at 16
 // tokens, 2.0 on down (data/checks/model-decode-promotion-h200). Where it comes from: cuBLAS's own choice at these
 // shapes (Nsight Compute names nvjet_sm90_tss_128x16, TMA-fed, at 14% occupancy, data/checks/model-decode-m16-h200),
 // the "swap A and B" of decoding GEMMs, and this ladder's TMA pipeline (pipeline.cuh, rung 3 on). sm_90a.
