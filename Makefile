@@ -11,6 +11,8 @@ comma := ,
 CUDA_MAJOR := $(shell nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: \([0-9]*\)\..*/\1/p' | head -n 1)
 CUDA_EXTRA := $(filter cuda12 cuda13,cuda$(CUDA_MAJOR))
 EXTRAS := test$(if $(CUDA_EXTRA),$(comma)$(CUDA_EXTRA))
+# the tests in one process a core, four at most (pytest-xdist; TEST_WORKERS=0: one process)
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 
 .PHONY: report test clean
 
@@ -19,7 +21,7 @@ report: $(BIN)/.installed
 	@echo "The report: $(CURDIR)/results/report/index.html"
 
 test: $(BIN)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+# one cluster a session, one /etc/slurm/slurm.conf: with pytest-xdist these tests run on one worker
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 CONF = Path("/etc/slurm/slurm.conf")  # where srun inside a job looks (the executor drops SLURM_* variables)
 MARK = "# written by gpumm's tests/pipeline/test_slurm.py"

@@ -335,7 +335,8 @@ def report_pages() -> list[str]:
 REPORTS = {"replayed": lambda made: made[0] / "results" / "report", "measured": lambda made: made[1]}
 
 
-@pytest.fixture(params=sorted(REPORTS))
+# a measured report is made once a worker (with pytest-xdist): its tests on one worker
+@pytest.fixture(params=[pytest.param(k, marks=pytest.mark.xdist_group(k)) for k in sorted(REPORTS)])
 def report(request):
     """The report folder of one kind of report (REPORTS)."""
     return REPORTS[request.param](request.getfixturevalue(request.param))
