@@ -3,6 +3,7 @@ holds the lock (gpumm.setup.guard), where Snakemake forces the steps that make i
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -61,6 +62,11 @@ def test_a_run_while_another_holds_the_lock_stops_in_one_line_and_changes_nothin
     fake.write_text("import time\ntime.sleep(30)\n")
     other = subprocess.Popen([sys.executable, str(fake)], cwd=results.parent)
     try:
+        # Popen returns once the child's exec has begun, before /proc shows its new command line (an empty one
+        # for a moment, under load): wait until the child reads as what it is
+        deadline = time.time() + 10
+        while other.pid not in locks.snakemake_processes(results.parent.resolve()) and time.time() < deadline:
+            time.sleep(0.01)
         before = _tree(results)
         with pytest.raises(guard.GuardError) as exc:
             guard.before_run(results.parent, False, ["a notice"], lambda f: True)
