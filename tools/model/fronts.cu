@@ -1,9 +1,9 @@
 // How many rows a weight read has open at once, and how much of each it asks for at a time (issue 40: is the TMA
 // stream's 8% under the weight read alone its access order?). Not a catalog kernel: tools/model/fronts.py times it.
 //
-// A block of 1024 threads, one an SM (the caller asks for enough dynamic shared memory to keep a second out), owns 64 weight rows, as
-// bf16_stream_tma's blocks do, and reads them in groups of 2^LG rows: a group's rows side by side, 2^LC 16-byte
-// words of each at a step, step after step along the row, then the next group. Each thread keeps U = 10 words of
+// A block of 1024 threads, one an SM (the caller asks for enough dynamic shared memory to keep a second out), owns
+// 64 weight rows, as bf16_stream_tma's blocks do, and reads them in groups of 2^LG rows: a group's rows side by side,
+// 2^LC 16-byte words of each at a step, step after step along the row, then the next group. Each thread keeps U = 10 words of
 // 16 bytes in flight (160 KiB a block, as the TMA stream's five 32 KiB stages). LG = 6, LC = 3: the TMA stream's
 // order (its 64-row boxes, 128 bytes of each row); LG = 0: one row at a time, whole. Writes each block's sum of
 // 32-bit words (wrapping) so that every word is read once (fronts.py checks the sums).

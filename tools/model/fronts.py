@@ -21,6 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))
+
+from gpumm.run import reads  # noqa: E402
+
 LAYERS = {"gate_up": 28672, "logits": 128256}  # weight rows; K = 4096 (8 KiB rows: 2^9 words of 16 bytes)
 LK16 = 9
 # (LG, LC): rows side by side, 16-byte words of each at a time
@@ -35,20 +40,23 @@ def main(fronts_cubin: str, read_cubin: str, out_csv: str) -> None:
     import cupy
     import pandas as pd
 
-    fronts = cupy.RawModule(path=fronts_cubin).get_function("fronts")
-    fronts.max_dynamic_shared_size_bytes = SMEM
-    flat = cupy.RawModule(path=fronts_cubin).get_function("fronts_flat")
-    flat.max_dynamic_shared_size_bytes = SMEM
+    mod = cupy.RawModule(path=fronts_cubin)
+    fronts, flat = mod.get_function("fronts"), mod.get_function("fronts_flat")
+    fronts.max_dynamic_shared_size_bytes = flat.max_dynamic_shared_size_bytes = SMEM
     rows2 = cupy.RawModule(path=read_cubin).get_function("read_rows2")
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     rows = []
     for layer, n in LAYERS.items():
         words = n << LK16  # 16-byte words
-        copies = [cupy.random.randint(0, 2**32, size=4 * words, dtype=cupy.uint64).astype(cupy.uint32)]
+        copies = [reads.random_weight(cupy, n, 8 << LK16)]
         copies.append(copies[0].copy())
-        per_row = copies[0].reshape(n, -1).sum(axis=1, dtype=cupy.uint64)
-        want64 = (per_row.reshape(n // 64, 64).sum(axis=1) % 2**32).astype(cupy.uint32)
-        want2 = (per_row.reshape(n // 2, 2).sum(axis=1) % 2**32).astype(cupy.uint32)
+        per_row = copies[0].view(cupy.uint32).reshape(n, -1).sum(axis=1, dtype=cupy.uint64)
+
+        def blocks_sum_to(rows_a_block, per_row=per_row):  # each block's sum, rows_a_block rows a block
+            want = (per_row.reshape(-1, rows_a_block).sum(axis=1) % 2**32).astype(cupy.uint32)
+            return lambda got, want=want: bool((got == want).all())
+
+        total = reads.sum_mod32(cupy, copies[0])
         members = {}
         for lg, lc in PATTERNS:
             out = cupy.zeros(n // 64, dtype=cupy.uint32)
@@ -56,8 +64,7 @@ def main(fronts_cubin: str, read_cubin: str, out_csv: str) -> None:
             def launch(W, lg=lg, lc=lc, out=out, n=n):
                 fronts((n // 64,), (1024,), (W, np.int32(LK16), np.int32(lg), np.int32(lc), out), shared_mem=SMEM)
 
-            members[f"fronts g{1 << lg} c{16 << lc}"] = (launch, out, want64)
-        total = cupy.asarray([int(per_row.sum()) % 2**32], dtype=cupy.uint32)
+            members[f"fronts g{1 << lg} c{16 << lc}"] = (launch, out, blocks_sum_to(64))
         for blocks, threads, smem in FLAT:
             grid = n // 64 if blocks == 0 else sms * blocks
             out = cupy.zeros(grid, dtype=cupy.uint32)
@@ -66,18 +73,14 @@ def main(fronts_cubin: str, read_cubin: str, out_csv: str) -> None:
                 flat((grid,), (threads,), (W, np.int64(n << LK16), out), shared_mem=smem)
 
             label = "a 64-row share a block" if blocks == 0 else f"{blocks} an SM, persistent"
-            members[f"flat {threads} threads, {label}"] = (launch, out, total)
-        out2 = cupy.zeros(n // 2, dtype=cupy.uint32)
-        members["read_rows2"] = (
-            lambda W, out=out2, n=n: rows2((n // 2,), (256,), (W, out, np.int64(n), np.int32(1 << LK16))),
-            out2,
-            want2,
-        )
-        for name, (launch, out, want) in members.items():
+            summed = lambda got, total=total: reads.sum_mod32(cupy, got) == total  # noqa: E731
+            members[f"flat {threads} threads, {label}"] = (launch, out, summed)
+        reader = reads.WeightRead(rows2, n, 8 << LK16, cupy.zeros(n // 2, dtype=cupy.uint32), 2)
+        members["read_rows2"] = (lambda W, r=reader: r.bind(None, W, None)(), reader.out, blocks_sum_to(2))
+        for name, (launch, out, check) in members.items():
             out.fill(0)
             launch(copies[0])
-            ok = bool((out == want).all()) if len(want) > 1 else int(out.sum(dtype=cupy.uint64)) % 2**32 == int(want[0])
-            if not ok:
+            if not check(out):
                 print(f"{layer} {name}: sums FAILED, not timed", flush=True)
                 rows.append({"layer": layer, "pattern": name, "ok": False, "sample": -1, "us": np.nan})
                 continue
