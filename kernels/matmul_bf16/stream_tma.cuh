@@ -7,7 +7,7 @@
 #include "geometry.cuh"
 #include "pipeline.cuh"
 
-NEED(MAX_M); NEED(STAGES); NEED(KSUB);
+NEED(MAX_M); NEED(STAGES); NEED(KSUB); NEED(PDL_L2);
 static_assert(MAX_M == 16, "MAX_M: the tokens are wgmma's N side of 16");
 #define ROWS 64           // weight rows a block: one consumer warpgroup
 #define THREADS (128 + 32)  // the consumer warpgroup, then the producer's warp
@@ -26,6 +26,37 @@ __device__ __forceinline__ void load_stage(const Smem &sm, int s, uint32_t bar, 
     for (int j = 0; j < KSUB; ++j) {
         tma_load(sm.a_at(s) + j * 16 * 128, tmA, bar, k0 + j * BK, 0);
         tma_load_hint(sm.b_at(s) + j * ROWS * 128, tmW, bar, k0 + j * BK, n0, policy);
+    }
+}
+
+// load_stage's two halves, for a producer that loads the first stages' weight before it may read the tokens
+// (PDL, stream_tma.cu): the weight's boxes of stage s, and the tokens'
+__device__ __forceinline__ void load_weight(const Smem &sm, int s, uint32_t bar, const CUtensorMap *tmW, int k0,
+                                            int n0, uint64_t policy)
+{
+#pragma unroll
+    for (int j = 0; j < KSUB; ++j) {
+        tma_load_hint(sm.b_at(s) + j * ROWS * 128, tmW, bar, k0 + j * BK, n0, policy);
+    }
+}
+
+__device__ __forceinline__ void load_tokens(const Smem &sm, int s, uint32_t bar, const CUtensorMap *tmA, int k0)
+{
+#pragma unroll
+    for (int j = 0; j < KSUB; ++j) {
+        tma_load(sm.a_at(s) + j * 16 * 128, tmA, bar, k0 + j * BK, 0);
+    }
+}
+
+// the weight's boxes of stage s asked of the L2 (no shared memory, no barrier): for PDL_L2 stages past those in
+// flight while a PDL build waits for the kernel before (stream_tma.cu)
+__device__ __forceinline__ void prefetch_weight(const CUtensorMap *tmW, int k0, int n0)
+{
+#pragma unroll
+    for (int j = 0; j < KSUB; ++j) {
+        asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"((uint64_t)tmW),
+                     "r"(k0 + j * BK), "r"(n0)
+                     : "memory");
     }
 }
 

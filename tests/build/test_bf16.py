@@ -1,6 +1,7 @@
 """The race on the tensor cores (issue 30) on the CPU: BF16 words, the rungs' builds and what their SASS holds, the
 geometry each cubin describes against the catalog, and the variants left out on a GPU that is not a Hopper."""
 
+import collections
 import shutil
 
 import numpy as np
@@ -112,20 +113,45 @@ def test_each_rung_compiles_to_the_instruction_it_is_about(built):
         assert report["spill_store_bytes"] == 0 and not any(o.startswith(("LDL", "STL")) for o in ops), vid
 
 
+TMA_STREAMS = ("bf16_stream_tma", "bf16_stream_tma_pdl")
+
+
 def test_the_tma_stream_loads_the_weight_evict_first_and_the_tokens_without_a_hint(built):
     """bf16_stream_tma: each stage's KSUB boxes of the weight carry the L2 cache hint (a policy made evict first),
-    its KSUB boxes of the tokens none; in the SASS, UTMALDG with a cache-policy descriptor for the weight alone."""
-    streams = [(v, d) for v, _, d in built.values() if v.family == "bf16_stream_tma"]
-    assert streams, "no build of bf16_stream_tma in the catalog"
+    its KSUB boxes of the tokens none; in the SASS, UTMALDG with a cache-policy descriptor for the weight alone.
+    A PDL build has the loads twice: its first stages' weight and tokens apart (before and after the wait), then
+    the stages' loads as without."""
+    streams = [(v, d) for v, _, d in built.values() if v.family in TMA_STREAMS]
+    assert {v.family for v, _ in streams} == set(TMA_STREAMS), "a TMA stream family has no build in the catalog"
     for v, d in streams:
-        ksub = int(dict(v.defines)["KSUB"])
+        ksub, sites = int(dict(v.defines)["KSUB"]), 1 + int(dict(v.defines)["PDL"])
         ptx = (d / "kernel.ptx").read_text()
         assert "createpolicy.fractional.L2::evict_first" in ptx, v.id
         loads = [ln for ln in ptx.splitlines() if "cp.async.bulk.tensor.2d" in ln]
         hinted = [ln for ln in loads if ".L2::cache_hint" in ln]
-        assert (len(hinted), len(loads) - len(hinted)) == (ksub, ksub), (v.id, len(hinted), len(loads))
+        assert (len(hinted), len(loads) - len(hinted)) == (sites * ksub, sites * ksub), (v.id, len(hinted), len(loads))
         sass = [ln for ln in (d / "kernel.sass").read_text().splitlines() if "UTMALDG" in ln]
-        assert sum("desc[" in ln for ln in sass) == ksub and len(sass) == 2 * ksub, (v.id, sass)
+        assert sum("desc[" in ln for ln in sass) == sites * ksub and len(sass) == 2 * sites * ksub, (v.id, sass)
+
+
+def test_a_pdl_build_lets_the_next_launch_start_and_waits_before_the_tokens(built):
+    """PDL = 1 (kernels/matmul_bf16/pdl.cuh): the cubin holds bf16_pdl = 1 (the launcher then launches it with
+    programmatic dependent launch), its SASS lets the next grid start (PREEXIT) and waits twice for the grid
+    before (ACQBULK: the producer before the tokens, the consumers before C); PDL_L2 stages asked of the L2 are
+    KSUB bulk tensor prefetches. Every other BF16 build has none of it."""
+    if loops.cuobjdump() is None:
+        pytest.skip("cuobjdump is not on PATH: no SASS to read")
+    seen = set()
+    for vid, (v, _, d) in built.items():
+        defines = dict(v.defines)
+        heads = collections.Counter(o.split(".")[0] for o in loops.opcodes((d / "kernel.sass").read_text()))
+        count = heads.__getitem__
+        pdl, prefetches = defines.get("PDL", 0), count("UTMAPF")
+        assert hopper.pdl(d / "kernel.cubin") == bool(pdl), vid
+        assert (count("PREEXIT"), count("ACQBULK")) == ((1, 2) if pdl else (0, 0)), vid
+        assert prefetches == (defines["KSUB"] if pdl and defines["PDL_L2"] else 0), (vid, prefetches)
+        seen.add((pdl, bool(prefetches)))
+    assert seen >= {(0, False), (1, False), (1, True)}, seen
 
 
 def test_the_geometry_each_cubin_describes_agrees_with_the_catalog(built):

@@ -16,7 +16,8 @@ from gpumm.setup import catalog, paths
 pytestmark = pytest.mark.gpu
 
 # every build of the weight streams: MAX_M at its defaults, min, max and between (catalog params), and each tuning
-SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_rows2", "bf16_stream_mma", "bf16_stream_tma")}
+TMA_STREAMS = ("bf16_stream_tma", "bf16_stream_tma_pdl")
+SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_rows2", "bf16_stream_mma", *TMA_STREAMS)}
 SELECTION["bf16_stream"] = {"MAX_M": [1, 3, 8, 16]}
 SELECTION["bf16_stream_rows2"] = {"MAX_M": [1, 3]}
 STREAMS = catalog.expand(SELECTION)
@@ -77,8 +78,45 @@ def test_a_weight_stream_uses_the_instruction_it_is_about(built, vid):
     hmma, hgmma = sum(o.startswith("HMMA") for o in ops), sum(o.startswith("HGMMA") for o in ops)
     family = built[vid].variant.family
     assert (hmma > 0) == (family == "bf16_stream_mma"), (vid, hmma)  # the CUDA cores' stream: neither
-    assert (hgmma > 0) == (family == "bf16_stream_tma"), (vid, hgmma)  # wgmma: the TMA's stream alone
+    assert (hgmma > 0) == (family in TMA_STREAMS), (vid, hgmma)  # wgmma: the TMA's streams alone
     assert not any(o.startswith(("LDL", "STL")) for o in ops), vid
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_pdl_launches_back_to_back_keep_their_order(built, graph):
+    """bf16_stream_tma_pdl launched with programmatic dependent launch 20 times in turn on two sets of tokens,
+    every launch writing the same C, queued or captured in a CUDA graph: C holds exactly the last launch's product
+    (each waits for the one before before it reads the tokens and before it writes C; the weight, which no launch
+    writes, it reads before). The plain build's launcher does not use PDL."""
+    import cupy
+
+    from gpumm.run import timing, verify
+
+    pdl = built["bf16_stream_tma_pdl_k4s5e"]
+    assert pdl._pdl and not built["bf16_stream_tma_k4s5e"]._pdl
+    op = operations.get("matmul_bf16")
+    M, N, K = 16, 4097, 4104
+    with cupy.cuda.Stream(non_blocking=True) as stream:
+        A1, W = op.inputs(True, 3, M, N, K, cupy)
+        A2 = op.inputs(True, 4, M, N, K, cupy)[0]
+        ref, _, where = op.reference([A2, W], 0, absolute=False)
+        C = cupy.full((M, N), np.nan, dtype=cupy.float32)
+        bound = [pdl.bind(A1, W, C), pdl.bind(A2, W, C)]
+        turn = iter(range(20))
+
+        def launch():
+            bound[next(turn) % 2]()  # the last, the 20th: A2
+
+        if graph:
+            g = timing.capture(launch, 20)
+            assert g is not None, "20 PDL launches could not be captured in a CUDA graph"
+            g.launch(stream)
+        else:
+            for _ in range(20):
+                launch()
+        stream.synchronize()
+    c = verify.compare_exact(C, ref, where)
+    assert c.ok, c.reason
 
 
 def _plan(built, ids, shapes):
@@ -156,8 +194,9 @@ def test_a_weight_read_alone_checks_its_sums_and_is_timed_cold(read_cubin):
     weights = [("small", 1024, 4096), ("odd", 4097, 1032), ("ragged", 64, 100)]
     c = reads.ceiling(read_cubin, weights, {"samples": 3, "warmup": 1}, log=lambda *_: None)
     assert set(c.layer) == {"small", "odd"} and c.ok.all()
+    patterns = ("read_rows", "read_rows2") + (("read_rows2_pdl",) if reads.overlaps() else ())
     assert c.groupby(["layer", "pattern"]).size().to_dict() == {
-        (layer, p): 3 for layer in ("odd", "small") for p in ("read_rows", "read_rows2")
+        (layer, p): 3 for layer in ("odd", "small") for p in patterns
     }
     assert (c.us > 0).all() and (c.batch >= c.copies).all() and (c.copies >= 2).all()
     l2 = cupy_l2()
@@ -168,12 +207,13 @@ def test_a_read_that_misses_rows_fails_its_sums_and_is_not_timed(read_cubin, mon
     """The sums can fail: a read of all rows but the last block's (one or two rows) is refused, no time kept."""
     real = reads.WeightRead.__init__
 
-    def short(self, fn, n, k, out, rows=1):
-        real(self, fn, n - rows, k, out, rows)
+    def short(self, fn, n, k, out, rows=1, pdl=False):
+        real(self, fn, n - rows, k, out, rows, pdl)
 
     monkeypatch.setattr(reads.WeightRead, "__init__", short)
     c = reads.ceiling(read_cubin, [("short", 512, 4096)], {"samples": 2, "warmup": 0}, log=lambda *_: None)
-    assert c.ok.tolist() == [False, False] and c.us.isna().all()  # one row a block, and two
+    # one row a block, two, and two launched with PDL
+    assert c.ok.tolist() == [False] * (2 + reads.overlaps()) and c.us.isna().all()
 
 
 def cupy_l2() -> int:

@@ -8,6 +8,7 @@ from results/build.
     python tools/model/run.py CUBIN OUT_DIR [--tokens 1,16] [--candidates FILE] [--layers qkv,out]
 
 FILE (YAML): token count -> a list of [name, kind, defines], in place of CANDIDATES (data/checks/*/candidates.yaml).
+A "race" name NAME@TAG is the catalog's NAME built otherwise (other defines) into results/build/NAME@TAG.
 
 Per shape: every kernel verified first, output poisoned with NaN: the exact check (small integers, exact in BF16
 and in FP32 sums) and the rounding check (random BF16 values) against the float64 product, on the GPU; a kernel
@@ -97,7 +98,8 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
 
     def candidate(name: str, kind: str, d: dict):
         if kind == "race":
-            race = Launcher(catalog.from_id(name), ROOT / "results" / "build" / name / "kernel.cubin")
+            # NAME@TAG: the catalog's NAME, built here with other defines into results/build/NAME@TAG
+            race = Launcher(catalog.from_id(name.split("@")[0]), ROOT / "results" / "build" / name / "kernel.cubin")
             return name, lambda A, W, C: race.bind(A, W, C)
         if kind == "read":
             fn = read.get_function(d["entry"])

@@ -54,6 +54,24 @@ def geometry(cubin: Path, names: tuple[str, ...] | None = None) -> dict[str, int
     """The ``bf16_geom`` constant of a cubin, by member name (:func:`fields`, or ``names`` in their order for a
     cubin of another declaration, which may hold fewer); a member the kernel does not set is 0."""
     strict, names = names is None, names or fields()
+    raw = _symbols(cubin).get("bf16_geom")
+    if raw is None:
+        raise HopperError(f"{cubin}: no bf16_geom constant (a kernel of kernels/matmul_bf16/ defines one)")
+    values = struct.unpack(f"<{len(raw) // 4}i", raw)
+    if strict and len(values) != len(names):
+        raise HopperError(f"{cubin}: bf16_geom holds {len(values)} ints, the declaration {len(names)}")
+    return {**dict.fromkeys(names, 0), **dict(zip(names, values))}
+
+
+def pdl(cubin: Path) -> bool:
+    """Whether a cubin's kernel is launched with programmatic dependent launch: it holds a ``bf16_pdl`` constant
+    of 1 (kernels/matmul_bf16/pdl.cuh, a build with PDL = 1)."""
+    raw = _symbols(cubin).get("bf16_pdl")
+    return raw is not None and struct.unpack("<i", raw[:4])[0] == 1
+
+
+def _symbols(cubin: Path) -> dict[str, bytes]:
+    """The bytes of each sized data symbol in a cubin's ELF symbol table (its ``__constant__`` values)."""
     d = Path(cubin).read_bytes()
     shoff = struct.unpack_from("<Q", d, 0x28)[0]
     shentsize, shnum = struct.unpack_from("<HH", d, 0x3A)
@@ -62,18 +80,16 @@ def geometry(cubin: Path, names: tuple[str, ...] | None = None) -> dict[str, int
     def name_at(off: int) -> str:
         return d[off : d.index(b"\0", off)].decode()
 
+    out = {}
     for sec in secs:
         if sec[1] != 2:  # SHT_SYMTAB
             continue
         strtab = secs[sec[6]][4]
         for i in range(sec[5] // 24):
-            name, _, _, shndx, value, size = struct.unpack_from("<IBBHQQ", d, sec[4] + i * 24)
-            if name_at(strtab + name) == "bf16_geom":
-                values = struct.unpack_from(f"<{size // 4}i", d, secs[shndx][4] + value)
-                if strict and len(values) != len(names):
-                    raise HopperError(f"{cubin}: bf16_geom holds {len(values)} ints, the declaration {len(names)}")
-                return {**dict.fromkeys(names, 0), **dict(zip(names, values))}
-    raise HopperError(f"{cubin}: no bf16_geom constant (a kernel of kernels/matmul_bf16/ defines one)")
+            name, info, _, shndx, value, size = struct.unpack_from("<IBBHQQ", d, sec[4] + i * 24)
+            if info & 0xF == 1 and size and 0 < shndx < len(secs) and secs[shndx][1] != 8:  # an object, not NOBITS
+                out[name_at(strtab + name)] = d[secs[shndx][4] + value : secs[shndx][4] + value + size]
+    return out
 
 
 _cuda = None
@@ -87,6 +103,7 @@ def _driver():
         lib.cuTensorMapEncodeTiled.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]
         lib.cuTensorMapEncodeTiled.argtypes += [u64p, u64p, u32p, u32p] + [ctypes.c_int] * 4
         lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        lib.cuLaunchKernelEx.argtypes = [ctypes.POINTER(_Config), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         _cuda = lib
     return _cuda
 
@@ -135,6 +152,54 @@ def prepare(fn, geom: dict[str, int]) -> None:
     if geom["smem"] > 0:
         handle = getattr(fn, "kernel", fn).ptr
         _check(_driver().cuFuncSetAttribute(handle, MAX_DYNAMIC_SHARED, geom["smem"]), "cuFuncSetAttribute")
+
+
+PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CUlaunchAttributeID
+
+
+class _Attribute(ctypes.Structure):  # CUlaunchAttribute: its id, padding to 8 bytes, a 64-byte value
+    _fields_ = [
+        ("id", ctypes.c_uint),
+        ("pad", ctypes.c_char * 4),
+        ("value", ctypes.c_int),
+        ("rest", ctypes.c_char * 60),
+    ]
+
+
+class _Config(ctypes.Structure):  # CUlaunchConfig
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint)]
+    _fields_ += [("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_Attribute)), ("n_attrs", ctypes.c_uint)]
+
+
+def launch_pdl(fn, grid: tuple, block: tuple, smem: int, args: tuple):
+    """A launch of ``fn`` (a CuPy RawKernel) on the current stream with programmatic dependent launch allowed
+    (cuLaunchKernelEx with programmaticStreamSerializationAllowed; a CUDA graph captures it as a programmatic
+    edge): its arguments as :func:`arguments` makes them (one-element NumPy arrays by value, CuPy arrays as
+    pointers, NumPy scalars), marshalled once."""
+    import cupy
+
+    vals = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            vals.append(a)  # by value: the driver copies the parameter from its bytes
+        elif isinstance(a, cupy.ndarray):
+            vals.append(ctypes.c_void_p(a.data.ptr))
+        elif isinstance(a, np.integer):
+            vals.append(np.array([a]))  # its own width: int for np.int32, long long for np.int64
+        else:
+            raise HopperError(f"launch_pdl: an argument of type {type(a).__name__} is not one a kernel here takes")
+    ptrs = [v.ctypes.data if isinstance(v, np.ndarray) else ctypes.addressof(v) for v in vals]
+    params = (ctypes.c_void_p * len(vals))(*ptrs)
+    attr = _Attribute(id=PROGRAMMATIC_STREAM_SERIALIZATION, value=1)
+    lib, handle = _driver(), ctypes.c_void_p(getattr(fn, "kernel", fn).ptr)
+    dims = [tuple(d) + (1,) * (3 - len(d)) for d in (grid, block)]
+
+    def launch() -> None:
+        cfg = _Config(dims[0], dims[1], smem, cupy.cuda.get_current_stream().ptr, ctypes.pointer(attr), 1)
+        _check(lib.cuLaunchKernelEx(ctypes.byref(cfg), handle, params, None), "cuLaunchKernelEx")
+
+    launch.keep = (vals, params, attr)  # what the driver reads at each launch lives as long as the launch
+    return launch
 
 
 def supports(geom: dict[str, int], M: int, N: int, K: int) -> str | None:

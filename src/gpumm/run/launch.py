@@ -45,6 +45,7 @@ class Launcher:
         self.variant = variant
         self.binary = binary
         self._fn = self._prep = self._host = self._sms = self._geom = None
+        self._pdl = False
         self._sgemm = {}
         if variant.is_cuda or (variant.kind == "cpu" and variant.file):
             if binary is None or not Path(binary).is_file():
@@ -61,6 +62,7 @@ class Launcher:
                 from gpumm.run import hopper
 
                 self._geom = hopper.geometry(binary)
+                self._pdl = hopper.pdl(binary)  # launched with programmatic dependent launch
                 hopper.prepare(self._fn, self._geom)
         elif variant.kind == "cpu" and variant.file:
             lib = ctypes.CDLL(str(Path(binary).resolve()))
@@ -132,6 +134,8 @@ class Launcher:
         geom, fn = self._geom, self._fn
         grid, block = self.variant.grid_dims(M, N, K, sms=self._sms), self.variant.block_dims()
         args = hopper.arguments(geom, A, Bt, C, M, N, K)
+        if self._pdl:
+            return Bound(hopper.launch_pdl(fn, grid, block, geom["smem"], args))
         return Bound(lambda: fn(grid, block, args, shared_mem=geom["smem"]))
 
     def _cublas(self, A, B, C) -> Bound:

@@ -19,6 +19,8 @@ from gpumm.run.launch import sm_count
 READ_PATTERNS = [("read_grid", 4), ("read_grid", 8), ("read_rows", 512), ("read_rows", 1792)]
 READ_PATTERNS += [("read_rows2", 512), ("read_rows2", 1792)]
 ROWS_A_BLOCK = {"read_rows": 1, "read_rows2": 2}  # the whole-row patterns, and how many rows a block reads at once
+ROWS_A_BLOCK["read_rows2_pdl"] = 2  # read_rows2 launched with programmatic dependent launch (sm_90 on)
+PDL_PATTERNS = {"read_rows2_pdl"}
 CEILING_COLUMNS = ["layer", "N", "K", "pattern", "bytes", "copies", "round", "batch", "us", "ok"]
 
 
@@ -78,14 +80,26 @@ def _copy(cupy, words: int, log) -> dict:
 
 class WeightRead:
     """The weight read alone, as a launcher for gpumm.run.layers.sample_graph: ``bind(A, W, C)`` reads W's N rows
-    whole with read_rows or read_rows2 (a block of 256 threads a row, or two rows), A and C untouched."""
+    whole with read_rows or read_rows2 (a block of 256 threads a row, or two rows), A and C untouched; with
+    ``pdl``, read_rows2_pdl launched with programmatic dependent launch (gpumm.run.hopper.launch_pdl)."""
 
-    def __init__(self, fn, n: int, k: int, out, rows: int = 1):
-        self.fn, self.n, self.k, self.out, self.grid = fn, n, k, out, -(-n // rows)
+    def __init__(self, fn, n: int, k: int, out, rows: int = 1, pdl: bool = False):
+        self.fn, self.n, self.k, self.out, self.grid, self.pdl = fn, n, k, out, -(-n // rows), pdl
 
     def bind(self, A, W, C):
         args = (W, self.out, np.int64(self.n), np.int32(self.k // 8))
+        if self.pdl:
+            from gpumm.run import hopper
+
+            return hopper.launch_pdl(self.fn, (self.grid,), (256,), 0, args)
         return lambda: self.fn((self.grid,), (256,), args)
+
+
+def overlaps() -> bool:
+    """Whether this GPU runs programmatic dependent launch (compute capability 9.0 on): the PDL read is timed."""
+    import cupy
+
+    return int(cupy.cuda.Device().compute_capability) >= 90
 
 
 def random_weight(cupy, n: int, k: int):
@@ -100,28 +114,29 @@ def sum_mod32(cupy, x) -> int:
 
 def ceiling(cubin: Path, weights: list[tuple[str, int, int]], settings: dict, log=print) -> pd.DataFrame:
     """Each weight (layer, N, K: BF16, N rows of K) read alone as the model step times its kernels, by read_rows and by
-    read_rows2 (one or two rows a block; the analysis keeps the faster) on random words, cold copies over
+    read_rows2 (one or two rows a block), and from sm_90 on by read_rows2_pdl launched with programmatic dependent
+    launch (each launch's first loads under the last ones of the launch before), on random words, cold copies over
     ``cold_factor`` times the L2, a sample a CUDA graph of launches taking the copies in turn, ``warmup`` samples
-    then ``samples`` kept. Every launch pays its start and the drain of its last loads, a larger share of a small
-    weight's time, so a kernel that reads the weight once is not expected to beat this rate at this size by much
-    (the H100's 32 MiB output weight: 82% of the 2 GiB read rate, data/checks/model-decode-ceiling-h100). The sums
-    are checked (mod 2^32) before any time counts and again after the last sample (its last launch's): a row with
-    ``ok`` false and no time where they differ, or where the card has no room for the copies. One row per kept
-    sample."""
+    then ``samples`` kept; the analysis keeps the fastest. A plain launch pays its start and the drain of its last
+    loads, a larger share of a small weight's time (the H100's 32 MiB output weight: 82% of the 2 GiB read rate,
+    data/checks/model-decode-ceiling-h100); with PDL the H200 read every layer's weight at 98-100%
+    (data/checks/model-decode-pdl-h200). The sums are checked (mod 2^32) before any time counts and again after
+    the last sample (its last launch's): a row with ``ok`` false and no time where they differ, or where the card
+    has no room for the copies. One row per kept sample."""
     import cupy
 
     settings = {**layers.SETTINGS, **settings}
     mod = cupy.RawModule(path=str(cubin))
     l2 = cupy.cuda.Device().attributes["L2CacheSize"]
+    pdl = overlaps()
     rows = []
     with cupy.cuda.Stream(non_blocking=True):
         for layer, n, k in weights:
             if k % 8:
                 log(f"read ceiling {layer}: K = {k} is not a multiple of 8 (16-byte rows): not timed")
                 continue
-            keys = [
-                {"layer": layer, "N": n, "K": k, "pattern": p, "bytes": 2 * n * k, "copies": 0} for p in ROWS_A_BLOCK
-            ]
+            patterns = [p for p in ROWS_A_BLOCK if p not in PDL_PATTERNS or pdl]
+            keys = [{"layer": layer, "N": n, "K": k, "pattern": p, "bytes": 2 * n * k, "copies": 0} for p in patterns]
             copies = []
             try:  # one weight and its cold copies for both patterns
                 copies = [random_weight(cupy, n, k)]
@@ -153,7 +168,7 @@ def _one_ceiling(cupy, fn, key: dict, copies: list, want: int, settings: dict, l
     """One pattern's samples over the cold copies (every copy holds the same words, whose sum is ``want``)."""
     n, k = key["N"], key["K"]
     out = cupy.zeros(n, dtype=cupy.uint32)
-    reader = WeightRead(fn, n, k, out, ROWS_A_BLOCK[key["pattern"]])
+    reader = WeightRead(fn, n, k, out, ROWS_A_BLOCK[key["pattern"]], key["pattern"] in PDL_PATTERNS)
     reader.bind(None, copies[0], None)()
     if sum_mod32(cupy, out) != want:
         log(f"read ceiling {key['layer']} {key['pattern']}: FAILED (its sums differ from the weight's)")
