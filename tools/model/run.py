@@ -8,7 +8,9 @@ from results/build.
     python tools/model/run.py CUBIN OUT_DIR [--tokens 1,16] [--candidates FILE] [--layers qkv,out]
 
 FILE (YAML): token count -> a list of [name, kind, defines], in place of CANDIDATES (data/checks/*/candidates.yaml).
-A "race" name NAME@TAG is the catalog's NAME built otherwise (other defines) into results/build/NAME@TAG.
+A "race" name NAME@TAG is the catalog's NAME built otherwise (other defines) into results/build/NAME@TAG; a "tma"
+candidate {cubin: PATH, split: S} is a build of kernels/matmul_bf16/stream_tma.cu in results/build/PATH launched
+on S blocks a tile (K split among them; PDL where the cubin says).
 
 Per shape: every kernel verified first, output poisoned with NaN: the exact check (small integers, exact in BF16
 and in FP32 sums) and the rounding check (random BF16 values) against the float64 product, on the GPU; a kernel
@@ -116,6 +118,22 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
             reader = lambda A, W, C: bind(A, W, C)  # noqa: E731
             reader.out = out  # its block sums, for read_checked
             return name, reader
+        if kind == "tma":  # a TMA stream's cubin in results/build/CUBIN, K split over `split` blocks (gridDim.y)
+            from gpumm.run import hopper
+
+            cubin = ROOT / "results" / "build" / d["cubin"]
+            tmod = cupy.RawModule(path=str(cubin))
+            fn, geom, pdl = tmod.get_function("bf16_stream_tma"), hopper.geometry(cubin), hopper.pdl(cubin)
+            hopper.prepare(fn, geom)
+            grid, block = (math.ceil(n / geom["bn"]), d.get("split", 1)), (geom["threads"],)
+
+            def bind(A, W, C, fn=fn, geom=geom, pdl=pdl, grid=grid, block=block, tmod=tmod):
+                args = hopper.arguments(geom, A, W, C, m, n, k)
+                if pdl:
+                    return hopper.launch_pdl(fn, grid, block, geom["smem"], args)
+                return lambda: fn(grid, block, args, shared_mem=geom["smem"])
+
+            return name, bind
         if kind == "warp":  # 8 warps of ROWS rows a block: (A, W, C, N, K)
             fn, grid, block = mod.get_function(f"stream_m{m}_r{d['ROWS']}"), (math.ceil(n / d["ROWS"] / 8),), (256,)
             return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(n), np.int32(k)))
