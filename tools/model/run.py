@@ -141,6 +141,12 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
         fn = cupy.RawModule(path=str(built(file, d, arch))).get_function(entry)
         rows = d.get("ROWS", 16)  # the tensor-core stream: 16 weight rows a block
         grid, block = (math.ceil(n / rows),), (32 * d["WARPS"],)
+        if d.get("PDL"):  # launched with programmatic dependent launch
+            from gpumm.run import hopper
+
+            return name, lambda A, W, C: hopper.launch_pdl(
+                fn, grid, block, 0, (A, W, C, np.int32(m), np.int32(n), np.int32(k))
+            )
         return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(m), np.int32(n), np.int32(k)))
 
     lib = Launcher(catalog.from_id("cublas_bf16"))
