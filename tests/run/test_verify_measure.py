@@ -109,3 +109,14 @@ def test_the_bf16_operation_checks_against_the_product_of_the_bf16_values():
     E = op.inputs(True, 9, 5, 3, 16, np)
     values = [verify.bf16_values(w) for w in E]
     assert all(np.all(v == np.round(v)) and np.abs(v).max() <= verify.EXACT_MAGNITUDE for v in values)
+
+
+def test_a_grid_of_its_own_is_for_the_bf16_kernels_only():
+    """Launcher.bind's ``grid`` (an exploration's BF16 build on blocks of its own) is refused for another kernel,
+    whose launch the catalog alone describes."""
+    A, B, C = (np.ones((4, 4), dtype=np.float32) for _ in range(3))
+    launcher = _cpu_blas()
+    launcher.bind(A, B, C)()
+    assert (C == 4).all()
+    with pytest.raises(ValueError, match="BF16 kernels only"):
+        launcher.bind(A, B, C, grid=(1,))

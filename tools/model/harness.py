@@ -60,12 +60,7 @@ class FixedGrid:
         self.inner, self.blocks = launcher, blocks
 
     def bind(self, A, W, C):
-        from gpumm.run import hopper
-
-        (M, K), N = A.shape, W.shape[0]
-        geom, fn, block = self.inner._geom, self.inner._fn, self.inner.variant.block_dims()
-        args = hopper.arguments(geom, A, W, C, M, N, K)
-        return lambda: fn((self.blocks,), block, args, shared_mem=geom["smem"])
+        return self.inner.bind(A, W, C, grid=(self.blocks,))
 
 
 def gapped(cupy, runs: list, way: str) -> list[dict]:

@@ -119,21 +119,9 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
             reader.out = out  # its block sums, for read_checked
             return name, reader
         if kind == "tma":  # a TMA stream's cubin in results/build/CUBIN, K split over `split` blocks (gridDim.y)
-            from gpumm.run import hopper
-
-            cubin = ROOT / "results" / "build" / d["cubin"]
-            tmod = cupy.RawModule(path=str(cubin))
-            fn, geom, pdl = tmod.get_function("bf16_stream_tma"), hopper.geometry(cubin), hopper.pdl(cubin)
-            hopper.prepare(fn, geom)
-            grid, block = (math.ceil(n / geom["bn"]), d.get("split", 1)), (geom["threads"],)
-
-            def bind(A, W, C, fn=fn, geom=geom, pdl=pdl, grid=grid, block=block, tmod=tmod):
-                args = hopper.arguments(geom, A, W, C, m, n, k)
-                if pdl:
-                    return hopper.launch_pdl(fn, grid, block, geom["smem"], args)
-                return lambda: fn(grid, block, args, shared_mem=geom["smem"])
-
-            return name, bind
+            tma = Launcher(catalog.from_id("bf16_stream_tma"), ROOT / "results" / "build" / d["cubin"])
+            grid = (math.ceil(n / 64), d.get("split", 1))  # a block per 64 weight rows, as the catalog's
+            return name, lambda A, W, C: tma.bind(A, W, C, grid=grid)
         if kind == "warp":  # 8 warps of ROWS rows a block: (A, W, C, N, K)
             fn, grid, block = mod.get_function(f"stream_m{m}_r{d['ROWS']}"), (math.ceil(n / d["ROWS"] / 8),), (256,)
             return name, lambda A, W, C: lambda: fn(grid, block, (A, W, C, np.int32(n), np.int32(k)))

@@ -71,15 +71,19 @@ class Launcher:
             ptr = ctypes.POINTER(ctypes.c_float)
             self._host.argtypes = [ptr, ptr, ptr, ctypes.c_int, ctypes.c_int, ctypes.c_int]
 
-    def bind(self, *arrays, scratch: Callable | None = None) -> Bound:
+    def bind(self, *arrays, scratch: Callable | None = None, grid: tuple | None = None) -> Bound:
         """The variant's operation on its arrays: inputs then output (a matmul: A, B, C).
 
         ``scratch(shape)`` allocates the intermediate (B^T) where the variant
         has a preparation step: pass the memory mode's ``empty`` so that every
-        array the product touches lives in that mode.
+        array the product touches lives in that mode. ``grid``: a BF16
+        kernel's grid in place of the catalog's (an exploration's build of its
+        file: a persistent knock-out, K split over blocks).
         """
         if self.variant.op == "matmul_bf16":
-            return self._bf16(*arrays)
+            return self._bf16(*arrays, grid=grid)
+        if grid is not None:
+            raise ValueError(f"{self.variant.id}: a grid of its own is for the BF16 kernels only")
         if self.variant.op != "matmul":
             return self._other(arrays)
         A, B, C = arrays
@@ -114,9 +118,10 @@ class Launcher:
         grid, block, fn = self.variant.grid_dims(M, N, 1), self.variant.block_dims(), self._fn
         return Bound(lambda: fn(grid, block, args))
 
-    def _bf16(self, A, Bt, C) -> Bound:
+    def _bf16(self, A, Bt, C, grid: tuple | None = None) -> Bound:
         """C = A·Btᵀ from BF16 words: a kernel of kernels/matmul_bf16 with the arguments and dynamic shared memory
-        its geometry asks for (tensor maps by value), or cublasGemmEx on the current stream."""
+        its geometry asks for (tensor maps by value), launched with PDL where its cubin says (on ``grid`` where
+        given), or cublasGemmEx on the current stream."""
         M, K = A.shape
         N = Bt.shape[0]
         if self.variant.kind == "cublas":
@@ -132,7 +137,7 @@ class Launcher:
         from gpumm.run import hopper
 
         geom, fn = self._geom, self._fn
-        grid, block = self.variant.grid_dims(M, N, K, sms=self._sms), self.variant.block_dims()
+        grid, block = grid or self.variant.grid_dims(M, N, K, sms=self._sms), self.variant.block_dims()
         args = hopper.arguments(geom, A, Bt, C, M, N, K)
         if self._pdl:
             return Bound(hopper.launch_pdl(fn, grid, block, geom["smem"], args))
