@@ -150,8 +150,33 @@ def test_a_pdl_build_lets_the_next_launch_start_and_waits_before_the_tokens(buil
         assert hopper.pdl(d / "kernel.cubin") == bool(pdl), vid
         assert (count("PREEXIT"), count("ACQBULK")) == ((1, 2) if pdl else (0, 0)), vid
         assert prefetches == (defines["KSUB"] if pdl and defines["PDL_L2"] else 0), (vid, prefetches)
+        if pdl:
+            assert not tokens_before_the_wait((d / "kernel.sass").read_text()), vid
         seen.add((pdl, bool(prefetches)))
     assert seen >= {(0, False), (1, False), (1, True)}, seen
+
+
+def tokens_before_the_wait(sass: str) -> list[str]:
+    """The loads of a PDL build's SASS that may read the tokens (the kernel before's output) before the producer's
+    wait (its last ACQBULK in the listing, after the consumers'): copies by the TMA without the weight's cache
+    policy, and reads through the read-only path (LDG...CONSTANT: ptxas moves those above griddepcontrol.wait, as
+    an exploration's mma.sync stream showed, data/checks/model-decode-boundary-h200)."""
+    lines = [ln for ln in sass.splitlines() if ln.strip().startswith("/*")]
+    waits = [i for i, ln in enumerate(lines) if "ACQBULK" in ln]
+    before = lines[: waits[-1]] if waits else lines
+    return [ln for ln in before if ("UTMALDG" in ln and "desc[" not in ln) or ("LDG" in ln and "CONSTANT" in ln)]
+
+
+def test_the_token_check_finds_a_load_before_the_wait():
+    """tokens_before_the_wait flags an unhinted TMA copy or a read-only load above the wait, and nothing after."""
+    wait, weight = "        /*0100*/ ACQBULK ;", "        /*00c0*/ UTMALDG.2D [UR4], [UR6], desc[UR8] ;"
+    token, nc = (
+        "        /*00d0*/ UTMALDG.2D [UR4], [UR6] ;",
+        "        /*00e0*/ LDG.E.128.CONSTANT R8, desc[UR6][R2.64] ;",
+    )
+    assert tokens_before_the_wait("\n".join([weight, wait, token, nc])) == []
+    assert tokens_before_the_wait("\n".join([weight, token, wait])) == [token]
+    assert tokens_before_the_wait("\n".join([nc, wait, wait])) == [nc]
 
 
 def test_the_geometry_each_cubin_describes_agrees_with_the_catalog(built):
