@@ -101,10 +101,8 @@ def test_each_rung_compiles_to_the_instruction_it_is_about(built):
         ops = loops.opcodes((d / "kernel.sass").read_text())
         hgmma, hmma = sum(o.startswith("HGMMA") for o in ops), sum(o.startswith("HMMA") for o in ops)
         ffma = sum(o.startswith("FFMA") for o in ops)
-        if v.family in (
-            "bf16_stream",
-            "bf16_stream_rows2",
-        ):  # the weight stream on the CUDA cores: FP32 FMAs, no tensor core
+        if v.family in ("bf16_stream", "bf16_stream_rows2", "bf16_stream_pdl"):
+            # the weight stream on the CUDA cores: FP32 FMAs, no tensor core
             assert ffma > 0 and hmma == 0 and hgmma == 0, (vid, ffma, hmma, hgmma)
         elif v.family == "bf16_stream_mma":  # on the tensor cores through mma.sync, as rung 2
             assert hmma > 0 and hgmma == 0, (vid, hgmma, hmma)
@@ -136,24 +134,30 @@ def test_the_tma_stream_loads_the_weight_evict_first_and_the_tokens_without_a_hi
 
 def test_a_pdl_build_lets_the_next_launch_start_and_waits_before_the_tokens(built):
     """PDL = 1 (kernels/matmul_bf16/pdl.cuh): the cubin holds bf16_pdl = 1 (the launcher then launches it with
-    programmatic dependent launch), its SASS lets the next grid start (PREEXIT) and waits twice for the grid
-    before (ACQBULK: the producer before the tokens, the consumers before C); PDL_L2 stages asked of the L2 are
-    KSUB bulk tensor prefetches. Every other BF16 build has none of it."""
+    programmatic dependent launch), its SASS lets the next grid start (PREEXIT) and waits for the grid before
+    (ACQBULK): the TMA stream twice (the producer before the tokens, the consumers before C), with PDL_L2 stages
+    asked of the L2 as KSUB bulk tensor prefetches; the CUDA-core stream once, after it has asked for the HOLD
+    steps of each of its ROWS rows (evict-first loads of the weight) and before any other load. Every other BF16
+    build has none of it."""
     if loops.cuobjdump() is None:
         pytest.skip("cuobjdump is not on PATH: no SASS to read")
     seen = set()
     for vid, (v, _, d) in built.items():
-        defines = dict(v.defines)
-        heads = collections.Counter(o.split(".")[0] for o in loops.opcodes((d / "kernel.sass").read_text()))
+        defines, sass = dict(v.defines), (d / "kernel.sass").read_text()
+        heads = collections.Counter(o.split(".")[0] for o in loops.opcodes(sass))
         count = heads.__getitem__
-        pdl, prefetches = defines.get("PDL", 0), count("UTMAPF")
+        pdl, prefetches, tma = defines.get("PDL", 0), count("UTMAPF"), v.family.startswith("bf16_stream_tma")
         assert hopper.pdl(d / "kernel.cubin") == bool(pdl), vid
-        assert (count("PREEXIT"), count("ACQBULK")) == ((1, 2) if pdl else (0, 0)), vid
-        assert prefetches == (defines["KSUB"] if pdl and defines["PDL_L2"] else 0), (vid, prefetches)
+        assert (count("PREEXIT"), count("ACQBULK")) == ((1, 2 if tma else 1) if pdl else (0, 0)), vid
+        assert prefetches == (defines["KSUB"] if pdl and defines.get("PDL_L2") else 0), (vid, prefetches)
         if pdl:
-            assert not tokens_before_the_wait((d / "kernel.sass").read_text()), vid
-        seen.add((pdl, bool(prefetches)))
-    assert seen >= {(0, False), (1, False), (1, True)}, seen
+            assert not tokens_before_the_wait(sass), vid
+        if pdl and not tma:
+            first = sass.split("ACQBULK")[0]
+            held = [ln for ln in first.splitlines() if "LDG" in ln]
+            assert len(held) == defines["HOLD"] * defines["ROWS"] and all(".EF" in ln for ln in held), (vid, held)
+        seen.add((pdl, bool(prefetches), tma))
+    assert seen >= {(0, False, True), (1, False, True), (1, True, True), (1, False, False)}, seen
 
 
 def tokens_before_the_wait(sass: str) -> list[str]:

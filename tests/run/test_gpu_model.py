@@ -17,7 +17,7 @@ pytestmark = pytest.mark.gpu
 
 # every build of the weight streams: MAX_M at its defaults, min, max and between (catalog params), and each tuning
 TMA_STREAMS = ("bf16_stream_tma", "bf16_stream_tma_pdl")
-SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_rows2", "bf16_stream_mma", *TMA_STREAMS)}
+SELECTION = {f: {} for f in ("bf16_stream", "bf16_stream_rows2", "bf16_stream_pdl", "bf16_stream_mma", *TMA_STREAMS)}
 SELECTION["bf16_stream"] = {"MAX_M": [1, 3, 8, 16]}
 SELECTION["bf16_stream_rows2"] = {"MAX_M": [1, 3]}
 STREAMS = catalog.expand(SELECTION)
@@ -83,19 +83,27 @@ def test_a_weight_stream_uses_the_instruction_it_is_about(built, vid):
 
 
 @pytest.mark.parametrize("graph", [False, True])
-def test_pdl_launches_back_to_back_keep_their_order(built, graph):
-    """bf16_stream_tma_pdl launched with programmatic dependent launch 20 times in turn on two sets of tokens,
-    every launch writing the same C, queued or captured in a CUDA graph: C holds exactly the last launch's product
-    (each waits for the one before before it reads the tokens and before it writes C; the weight, which no launch
-    writes, it reads before). The plain build's launcher does not use PDL."""
+@pytest.mark.parametrize(
+    "vid, plain, M",
+    [
+        ("bf16_stream_tma_pdl_k4s5e", "bf16_stream_tma_k4s5e", 16),
+        ("bf16_stream_pdl_r2h2", "bf16_stream_rows2_max_m1", 1),
+    ],
+)
+def test_pdl_launches_back_to_back_keep_their_order(built, graph, vid, plain, M):
+    """A PDL build (the TMA stream; the CUDA-core stream holding its rows) launched with programmatic dependent
+    launch 20 times in turn on two sets of tokens, every launch writing the same C, queued or captured in a CUDA
+    graph: C holds exactly the last launch's product (each waits for the one before before it reads the tokens and
+    before it writes C; the weight, which no launch writes, it reads before). The plain build's launcher does not
+    use PDL."""
     import cupy
 
     from gpumm.run import timing, verify
 
-    pdl = built["bf16_stream_tma_pdl_k4s5e"]
-    assert pdl._pdl and not built["bf16_stream_tma_k4s5e"]._pdl
+    pdl = built[vid]
+    assert pdl._pdl and not built[plain]._pdl
     op = operations.get("matmul_bf16")
-    M, N, K = 16, 4097, 4104
+    N, K = 4097, 4104
     with cupy.cuda.Stream(non_blocking=True) as stream:
         A1, W = op.inputs(True, 3, M, N, K, cupy)
         A2 = op.inputs(True, 4, M, N, K, cupy)[0]
