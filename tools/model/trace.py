@@ -1,22 +1,22 @@
 """Where does a launch of the TMA weight stream spend its time? (issue 40, exploration)
 
-tools/model/trace.cu is stream_tma.cu's kernel with globaltimer stamps per block (start; the producer's first
-stages asked for; its wait for the launch before done; its last stage asked for; the consumers' first and last
-stage in; their wait done before C; the end). This times nothing: for each layer (at 16 tokens), each build
-(CUBIN directories under results/carry/trace) is verified against float64 (output poisoned), then a CUDA graph of
-LAUNCHES back-to-back launches over cold copies of the weight (over three times the L2) runs twice, and the
-stamps of the second are written, one row a block: OUT/trace.csv (layer, build, launch, block, sm, the stamps in
-ns from the graph's first block start).
+``build`` writes results/trace/trace.cu, kernels/matmul_bf16/stream_tma.cu's kernel with ``%globaltimer`` stamps
+in each block (its start; the producer's first stages asked for; its wait for the launch before done; its last
+stage asked for; the consumers' first and last stage in; their wait done before C; the end), and compiles it three
+ways into results/carry/trace/BUILD/kernel.cubin: ``pdl`` (bf16_stream_tma_pdl_k4s5e's defines), ``plain``
+(PDL 0), ``pdll4`` (PDL_L2 4). The stamps go in at lines of stream_tma.cu named in EDITS: an edit of the kernel
+that moves them makes ``build`` say which, rather than trace something else.
 
-    python tools/model/trace.py OUT [--layers qkv,out,down] [--builds pdl,plain,pdll4] [--launches 20] [--tokens 16]
+``run`` (on the GPU) times nothing: for each layer (at --tokens tokens), each build is verified against float64
+(output poisoned), then a CUDA graph of --launches back-to-back launches over cold copies of the weight (over
+three times the L2) runs twice, and the stamps of the second are written, one row a block: OUT/trace.csv (layer,
+build, launch, block, sm, the stamps in ns from the graph's first block start).
 
-The builds are made on a machine with nvcc (data/checks/model-decode-boundary-h200 used these three):
+    python tools/model/trace.py build
+    python tools/model/trace.py run OUT [--layers qkv,out,down] [--builds pdl,plain,pdll4] [--launches 20]
 
-    from gpumm.build import nvcc
-    nvcc.compile_source(Path("tools/model/trace.cu"), "sm_90a", Path("results/carry/trace/pdl"),
-                        ("-Ikernels/matmul_bf16", "-DMAX_M=16", "-DSTAGES=5", "-DKSUB=4", "-DPDL=1",
-                         "-DPDL_L2=0", "-DPDL_LATE=0"), "pdl")   # then rename kernel.*.tmp to kernel.*
-    (plain: -DPDL=0; pdll4: -DPDL_L2=4)
+data/checks/model-decode-boundary-h200 ran the hand-made copy of this edit that 1c50ae14 kept as
+tools/model/trace.cu.
 """
 
 import argparse
@@ -35,6 +35,91 @@ from gpumm.analyse import model  # noqa: E402
 from gpumm.run import hopper, verify  # noqa: E402
 
 STAMPS = ["start", "asked", "waited", "last_asked", "first_in", "last_in", "c_wait", "end"]
+KERNEL = ROOT / "kernels" / "matmul_bf16" / "stream_tma.cu"
+GLOBALS = """
+__device__ unsigned long long trace_rec[16384][9];  // a block's id and SM, then its 8 stamps (ns)
+__device__ unsigned trace_n;
+
+__device__ __forceinline__ unsigned long long now()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+"""
+RECORD = """    asm volatile("bar.sync 1, 128;" ::: "memory");  // every consumer has stored
+    if (tid == 0) {
+        st[7] = now();
+        unsigned sm_id;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_id));
+        const unsigned i = atomicAdd(&trace_n, 1u) % 16384;
+        trace_rec[i][0] = ((unsigned long long)sm_id << 32) | blockIdx.x;
+        for (int j = 0; j < 8; ++j) {
+            trace_rec[i][1 + j] = st[j];
+        }
+    }
+"""
+# (a line of stream_tma.cu, what goes before it, what goes after it): each line must be there exactly once
+EDITS = [
+    ('#include "stream_tma.cuh"\n', "", GLOBALS),
+    (
+        "    extern __shared__ uint8_t smem_raw[];\n",
+        "",
+        "    __shared__ volatile unsigned long long st[8];\n"
+        "    if (threadIdx.x == 0) {\n        st[0] = now();\n    }\n",
+    ),
+    (
+        "            pdl_wait();  // the tokens are the kernel before's output\n",
+        "            st[1] = now();\n",
+        "            st[2] = now();\n",
+    ),
+    ("        return;\n", "        if (tid == 128) {\n            st[3] = now();\n        }\n", ""),
+    (
+        "    consume(ring, prev, sm.full, nk, [&](int s, int kt) { mma_stage(d, sm, s, kt == 0); }, release);\n",
+        "",
+        "    if (tid == 0) {\n        st[5] = now();\n    }\n",
+    ),
+    ("    store_rows(d, C, M, N, n0, tid);\n", "    if (tid == 0) {\n        st[6] = now();\n    }\n", RECORD),
+]
+FIRST_IN = (  # the consumers' first stage in: inside the loop's lambda
+    "[&](int s, int kt) { mma_stage(d, sm, s, kt == 0); }",
+    "[&](int s, int kt) {\n        if (tid == 0 && kt == 0) {\n            st[4] = now();\n        }\n"
+    "        mma_stage(d, sm, s, kt == 0);\n    }",
+)
+BUILDS = {"pdl": {"PDL": 1, "PDL_L2": 0}, "plain": {"PDL": 0, "PDL_L2": 0}, "pdll4": {"PDL": 1, "PDL_L2": 4}}
+
+
+class TraceError(RuntimeError):
+    pass
+
+
+def traced(src: str) -> str:
+    """stream_tma.cu's text with the stamps put in; TraceError naming the first line of EDITS it lacks."""
+    for line, before, after in EDITS:
+        if src.count(line) != 1:
+            raise TraceError(f"{KERNEL.name} has {src.count(line)} lines {line.strip()!r}, not one: update EDITS")
+        src = src.replace(line, before + line + after)
+    if src.count(FIRST_IN[0]) != 1:
+        raise TraceError(f"{KERNEL.name} no longer calls consume as {FIRST_IN[0]!r}: update FIRST_IN")
+    return src.replace(*FIRST_IN)
+
+
+def build() -> None:
+    """results/trace/trace.cu, then its three builds (nvcc on this machine) into results/carry/trace."""
+    from gpumm.build import nvcc
+    from gpumm.setup import catalog
+
+    src = ROOT / "results" / "trace" / "trace.cu"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(traced(KERNEL.read_text()))
+    base = dict(catalog.from_id("bf16_stream_tma_pdl_k4s5e").defines)
+    for name, over in BUILDS.items():
+        out = ROOT / "results" / "carry" / "trace" / name
+        flags = (f"-I{KERNEL.parent}", *(f"-D{k}={v}" for k, v in {**base, **over}.items()))
+        nvcc.compile_source(src, "sm_90a", out, flags, f"trace {name}")
+        for tmp in out.glob("*.tmp"):
+            tmp.replace(tmp.with_suffix(""))
+        print(f"built {out / 'kernel.cubin'}")
 
 
 def launch_of(fn, geom: dict, pdl: bool, grid: tuple, block: tuple, product: tuple):
@@ -46,15 +131,28 @@ def launch_of(fn, geom: dict, pdl: bool, grid: tuple, block: tuple, product: tup
 
 
 def main() -> None:
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("build")
+    r = sub.add_parser("run")
+    r.add_argument("out")
+    r.add_argument("--layers", default="qkv,out,down")
+    r.add_argument("--builds", default="pdl,plain,pdll4")
+    r.add_argument("--launches", type=int, default=20)
+    r.add_argument("--tokens", type=int, default=16)
+    args = p.parse_args()
+    if args.command == "build":
+        try:
+            build()
+        except TraceError as exc:
+            sys.exit(f"trace: {exc}")
+    else:
+        run(args)
+
+
+def run(args) -> None:
     import cupy
 
-    p = argparse.ArgumentParser()
-    p.add_argument("out")
-    p.add_argument("--layers", default="qkv,out,down")
-    p.add_argument("--builds", default="pdl,plain,pdll4")
-    p.add_argument("--launches", type=int, default=20)
-    p.add_argument("--tokens", type=int, default=16)
-    args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())["model"]
