@@ -146,7 +146,7 @@ def test_a_pdl_build_lets_the_next_launch_start_and_waits_before_the_tokens(buil
         defines, sass = dict(v.defines), (d / "kernel.sass").read_text()
         heads = collections.Counter(o.split(".")[0] for o in loops.opcodes(sass))
         count = heads.__getitem__
-        pdl, prefetches, tma = defines.get("PDL", 0), count("UTMAPF"), v.family.startswith("bf16_stream_tma")
+        pdl, prefetches, tma = defines.get("PDL", 0), count("UTMAPF"), v.family in TMA_STREAMS
         assert hopper.pdl(d / "kernel.cubin") == bool(pdl), vid
         assert (count("PREEXIT"), count("ACQBULK")) == ((1, 2 if tma else 1) if pdl else (0, 0)), vid
         assert prefetches == (defines["KSUB"] if pdl and defines.get("PDL_L2") else 0), (vid, prefetches)
