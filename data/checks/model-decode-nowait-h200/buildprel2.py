@@ -1,0 +1,20 @@
+"""The catalog's bf16_stream_tma_pdl_k4s5e built with prel2.patch's PDL_PRE_L2 (results/carry/build)."""
+from pathlib import Path
+
+from gpumm.build import nvcc
+from gpumm.setup import catalog
+
+OUT = Path("results/carry/build")
+CANDS = {"l2pre": {}, "l2prel4": {"PDL_L2": 4}, "l2prel8": {"PDL_L2": 8}, "l2prel12": {"PDL_L2": 12}}
+base = catalog.from_id("bf16_stream_tma_pdl_k4s5e")
+for vid in ("bf16_stream_tma_pdl_k4s5e", "bf16_stream_tma_pdl_k4s5el4"):
+    v = catalog.from_id(vid)
+    nvcc.build(v, v.arch, OUT / vid)
+for tag, over in CANDS.items():
+    d = dict(base.defines) | {"PDL_PRE_L2": 1} | over
+    flags = (*base.nvcc_flags, *(f"-D{k}={v}" for k, v in d.items()))
+    out = OUT / f"{base.id}@{tag}"
+    nvcc.compile_source(base.source, base.arch, out, flags, tag)
+    for f in out.glob("*.tmp"):
+        f.rename(f.with_suffix(""))
+    print(tag, d)
