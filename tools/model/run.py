@@ -10,7 +10,8 @@ from results/build.
 FILE (YAML): token count -> a list of [name, kind, defines], in place of CANDIDATES (data/checks/*/candidates.yaml).
 A "race" name NAME@TAG is the catalog's NAME built otherwise (other defines) into results/build/NAME@TAG; a "tma"
 candidate {cubin: PATH, split: S} is a build of kernels/matmul_bf16/stream_tma.cu in results/build/PATH launched
-on S blocks a tile (K split among them; PDL where the cubin says).
+on S blocks a tile (K split among them; PDL where the cubin says); a "next" NAME@TAG is a build of it with NEXT_L2
+(data/checks/model-decode-next-h200), given the next launch's weight as a third tensor map.
 
 Per shape: every kernel verified first, output poisoned with NaN: the exact check (small integers, exact in BF16
 and in FP32 sums) and the rounding check (random BF16 values) against the float64 product, on the GPU; a kernel
@@ -103,6 +104,20 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
             # NAME@TAG: the catalog's NAME, built here with other defines into results/build/NAME@TAG
             race = Launcher(catalog.from_id(name.split("@")[0]), ROOT / "results" / "build" / name / "kernel.cubin")
             return name, lambda A, W, C: race.bind(A, W, C)
+        if kind == "next":  # NAME@TAG built with NEXT_L2: the next launch's weight as a third tensor map
+            from gpumm.run import hopper
+
+            race = Launcher(catalog.from_id(name.split("@")[0]), ROOT / "results" / "build" / name / "kernel.cubin")
+            geom, fn = race._geom, race._fn
+            grid, block = race.variant.grid_dims(m, n, k, sms=sm_count()), race.variant.block_dims()
+
+            def chained(A, W, C, nxt=None):
+                ma, mb, *rest = hopper.arguments(geom, A, W, C, m, n, k)
+                mn = hopper.arguments(geom, A, W if nxt is None else nxt, C, m, n, k)[1]
+                return hopper.launch_pdl(fn, grid, block, geom["smem"], (ma, mb, mn, *rest))
+
+            chained.chain = True  # timed() hands it the next launch's copy
+            return name, chained
         if kind == "read":
             fn = read.get_function(d["entry"])
             if d["entry"] in reads.ROWS_A_BLOCK:  # as the model step's ceiling reads it: one or two rows a block
@@ -172,7 +187,10 @@ def timed(cupy, bind, A, copies: list, m: int, n: int) -> list[float]:
     per_graph = max(20, 2 * len(copies))
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
-        launches = [bind(A, W, C) for W in copies]  # bound on this stream: cuBLAS's handle takes the current one
+        if getattr(bind, "chain", False):  # a kernel that takes the next launch's weight too
+            launches = [bind(A, W, C, copies[(i + 1) % len(copies)]) for i, W in enumerate(copies)]
+        else:
+            launches = [bind(A, W, C) for W in copies]  # bound on this stream: cuBLAS's handle takes the current one
         launches[0]()  # anything the first call sets up (cuBLAS's workspace) before the capture
         stream.synchronize()
         stream.begin_capture()
