@@ -35,6 +35,26 @@ def _meminfo_mb() -> int:
     return 2048
 
 
+def _pid_files(conf_text: str) -> list[Path]:
+    """The daemons' pid files a slurm.conf names (SlurmctldPidFile, SlurmdPidFile)."""
+    keys = ("SlurmctldPidFile=", "SlurmdPidFile=")
+    return [Path(line.split("=", 1)[1].strip()) for line in conf_text.splitlines() if line.startswith(keys)]
+
+
+def _stop_leftovers(conf_text: str) -> None:
+    """Stop the daemons of an earlier test cluster whose session was killed before its teardown (its slurm.conf
+    still ours): a new cluster would otherwise meet the old daemons on its ports."""
+    for pid in _pid_files(conf_text):
+        if pid.exists():
+            subprocess.run(["kill", pid.read_text().strip()], check=False, capture_output=True)
+    time.sleep(1)
+
+
+def test_pid_files_are_read_from_our_conf():
+    conf = f"{MARK}\nSlurmctldPidFile=/tmp/a/slurmctld.pid\nSlurmdPidFile=/tmp/a/slurmd.pid\nSlurmUser=root\n"
+    assert _pid_files(conf) == [Path("/tmp/a/slurmctld.pid"), Path("/tmp/a/slurmd.pid")]
+
+
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory):
     """A one-node SLURM on this machine, stopped (and its configuration removed) afterwards."""
@@ -49,6 +69,8 @@ def slurm(tmp_path_factory):
         pytest.skip("snakemake-executor-plugin-slurm is not installed (pip install -e '.[test]')")
     if CONF.exists() and MARK not in CONF.read_text():
         pytest.skip(f"{CONF} exists and is not ours: not starting a test cluster over a real one")
+    if CONF.exists():  # ours, left by a session killed before its teardown
+        _stop_leftovers(CONF.read_text())
     work = tmp_path_factory.mktemp("slurm")
     for d in ("state", "spool", "log"):
         (work / d).mkdir()
