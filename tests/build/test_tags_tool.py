@@ -1,0 +1,67 @@
+"""tools/model/tags.py, the @TAG builds of the decode explorations: its tags read, its patch applied and taken
+back (in a repository of the test's own, not this tree), a tag's defines reaching nvcc, its candidates file."""
+
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("tags", ROOT / "tools" / "model" / "tags.py")
+tags = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tags)
+
+
+def test_a_tag_is_a_name_and_its_defines():
+    assert tags.parse_tag("s500:PDL_SLEEP0=500,PDL_L2=4") == ("s500", {"PDL_SLEEP0": "500", "PDL_L2": "4"})
+    for bad in ("s500", "s500:", ":A=1", "a@b:A=1", "s:A", "s:1A=2", "s:A="):
+        with pytest.raises(tags.TagError):
+            tags.parse_tag(bad)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = tmp_path / "repo"
+    r.mkdir()
+    (r / "k.cu").write_text("int a;\n")
+    for cmd in (["init", "-q"], ["add", "k.cu"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "k"]):
+        subprocess.run(["git", *cmd], cwd=r, check=True)
+    (r / "k.cu").write_text("int a;\nint b;\n")
+    (tmp_path / "p.patch").write_text(subprocess.run(["git", "diff"], cwd=r, capture_output=True, text=True).stdout)
+    subprocess.run(["git", "checkout", "-q", "k.cu"], cwd=r, check=True)
+    return r
+
+
+def test_the_patch_is_taken_back_even_when_the_build_fails(repo):
+    patch = repo.parent / "p.patch"
+    with tags.applied(patch, root=repo):
+        assert "int b;" in (repo / "k.cu").read_text()
+    assert (repo / "k.cu").read_text() == "int a;\n"
+    with pytest.raises(RuntimeError), tags.applied(patch, root=repo):
+        raise RuntimeError("nvcc failed")
+    assert (repo / "k.cu").read_text() == "int a;\n"
+    (repo / "k.cu").write_text("int c;\n")  # the patch no longer applies: said, and nothing touched
+    with pytest.raises(tags.TagError, match="does not apply"), tags.applied(patch, root=repo):
+        pass
+    assert (repo / "k.cu").read_text() == "int c;\n"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_a_tags_defines_reach_the_build(tmp_path):
+    base = "bf16_stream_tma_pdl_k4s5e"
+    names = tags.build(tmp_path, [base], [("l2", {"PDL_L2": "2"})], None)
+    assert names == [base, f"{base}@l2"]
+    plain, tagged = ((tmp_path / n / "kernel.sass").read_text() for n in names)
+    # two stages asked of the L2 before the wait: two more groups of prefetches than the catalog's build
+    assert tagged.count("UTMAPF") > plain.count("UTMAPF")
+    assert not list(tmp_path.rglob("*.tmp"))
+    cands = yaml.safe_load(tags.candidates(names, [1, 16], "next"))
+    assert cands[16] == [[base, "race", {}], [f"{base}@l2", "next", {}]]
+
+
+def test_an_unknown_base_is_refused_by_name(tmp_path, capsys):
+    assert tags.main([str(tmp_path), "bf16_no_such_kernel", "a:X=1"]) == 2
+    assert "bf16_no_such_kernel" in capsys.readouterr().err

@@ -1,0 +1,135 @@
+"""Catalog kernels built otherwise, for tools/model/run.py (issue 40, exploration): the ``NAME@TAG`` builds.
+
+Each TAG is a list of defines laid over the catalog entry's own; with ``--patch`` the patch (git diff of kernels/)
+is applied for the builds and taken back after, whatever happens, so that the tree is left as it was. Every base
+entry is built as it is too (``NAME``), and each ``NAME@TAG`` lands in OUT/NAME@TAG/kernel.cubin, where run.py's
+``race`` (or ``next``) candidates look for it once OUT is copied into results/build on the GPU machine. With
+``--candidates FILE`` the candidates file for run.py is written: at each of ``--tokens``, the bases, then their
+tags, in the order given.
+
+    python tools/model/tags.py OUT BASE[,BASE...] TAG:K=V[,K=V...] ... [--patch FILE] [--candidates FILE]
+        [--tokens 1,16] [--kind race]
+
+For instance (data/checks/model-decode-tokens-h200, call 2):
+
+    python tools/model/tags.py results/carry/build bf16_stream_tma_pdl_k4s5e,bf16_stream_tma_pdl_k4s5el4 \
+        s500:PDL_SLEEP0=500 s1000:PDL_SLEEP0=1000 --patch data/checks/model-decode-tokens-h200/sleep.patch \
+        --candidates results/carry/cand.yaml
+"""
+
+import argparse
+import contextlib
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))
+
+from gpumm.build import nvcc  # noqa: E402
+from gpumm.setup import catalog  # noqa: E402
+
+
+class TagError(ValueError):
+    """A TAG or a patch this tool cannot take (what and why)."""
+
+
+def parse_tag(text: str) -> tuple[str, dict[str, str]]:
+    """``s500:PDL_SLEEP0=500,PDL_L2=4`` as (tag, defines)."""
+    tag, sep, rest = text.partition(":")
+    if not sep or not tag or not rest or "@" in tag or "/" in tag:
+        raise TagError(f"{text!r}: a tag is NAME:K=V[,K=V...] (NAME without '@' or '/')")
+    defines = {}
+    for item in rest.split(","):
+        key, eq, value = item.partition("=")
+        if not eq or not key.isidentifier() or not value:
+            raise TagError(f"{text!r}: {item!r} is not K=V")
+        defines[key] = value
+    return tag, defines
+
+
+def check_patch(patch: Path, root: Path = ROOT) -> Path:
+    """``patch`` as an absolute path, once ``git apply --check`` says it applies to the tree at ``root``."""
+    if not patch.is_file():
+        raise TagError(f"{patch}: no such patch")
+    patch = patch.resolve()
+    check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=root, capture_output=True, text=True)
+    if check.returncode != 0:
+        raise TagError(f"{patch} does not apply to this tree: {check.stderr.strip()}")
+    return patch
+
+
+@contextlib.contextmanager
+def applied(patch: Path | None, root: Path = ROOT):
+    """The tree at ``root`` with ``patch`` applied (``git apply``), taken back on the way out; nothing without one."""
+    if patch is None:
+        yield
+        return
+    patch = check_patch(patch, root)
+    subprocess.run(["git", "apply", str(patch)], cwd=root, check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["git", "apply", "-R", str(patch)], cwd=root, check=True)
+
+
+def build(out: Path, bases: list[str], tags: list[tuple[str, dict[str, str]]], patch: Path | None) -> list[str]:
+    """Each base as it is (before any patch) and with each tag's defines (the patch applied); the names built."""
+    if patch is not None:
+        check_patch(patch)  # before anything is built
+    variants = []
+    for vid in bases:
+        try:
+            variants.append(catalog.from_id(vid))
+        except (KeyError, ValueError) as exc:
+            raise TagError(f"{vid}: not in the catalog ({exc})") from exc
+    names = []
+    for v in variants:
+        nvcc.build(v, v.arch, out / v.id)
+        names.append(v.id)
+    with applied(patch):
+        for v in variants:
+            for tag, over in tags:
+                flags = (*v.nvcc_flags, *(f"-D{k}={val}" for k, val in (dict(v.defines) | over).items()))
+                dest = out / f"{v.id}@{tag}"
+                nvcc.compile_source(v.source, v.arch, dest, flags, f"{v.id}@{tag}")
+                for f in dest.glob("*.tmp"):
+                    f.rename(f.with_suffix(""))
+                names.append(dest.name)
+    return names
+
+
+def candidates(names: list[str], tokens: list[int], kind: str) -> str:
+    """run.py's --candidates file: at each token count, every name as a ``kind`` candidate."""
+    rows = "".join(f"- [{n}, {'race' if '@' not in n else kind}, {{}}]\n" for n in names)
+    return "".join(f"{m}:\n{rows}" for m in tokens)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("out", type=Path)
+    p.add_argument("bases")
+    p.add_argument("tags", nargs="+")
+    p.add_argument("--patch", type=Path)
+    p.add_argument("--candidates", type=Path)
+    p.add_argument("--tokens", default="1,16")
+    p.add_argument("--kind", default="race", choices=["race", "next"])
+    a = p.parse_args(argv)
+    try:
+        tags = [parse_tag(t) for t in a.tags]
+        tokens = [int(t) for t in a.tokens.split(",")]
+        names = build(a.out, a.bases.split(","), tags, a.patch)
+    except (TagError, nvcc.BuildError) as exc:
+        print(f"tags.py: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"tags.py: --tokens {a.tokens!r}: {exc}", file=sys.stderr)
+        return 2
+    if a.candidates:
+        a.candidates.write_text(candidates(names, tokens, a.kind))
+    print("\n".join(names))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
