@@ -120,3 +120,26 @@ def test_a_grid_of_its_own_is_for_the_bf16_kernels_only():
     assert (C == 4).all()
     with pytest.raises(ValueError, match="BF16 kernels only"):
         launcher.bind(A, B, C, grid=(1,))
+
+
+def _bf16_product(drop_last: int = 0, skip_row: bool = False):
+    """bind(A, Bt, C) for verify.bf16_checked: C = A·Btᵀ from the BF16 values in FP32 on the CPU; ``drop_last``
+    terms of K left out, or (``skip_row``) the last row of C left unwritten."""
+
+    def bind(A, W, C):
+        def launch():
+            a, w = verify.bf16_values(A), verify.bf16_values(W)
+            k = a.shape[1] - drop_last
+            out = (a[:, :k].astype(np.float32) @ w[:, :k].astype(np.float32).T).astype(np.float32)
+            C[: C.shape[0] - int(skip_row)] = out[: C.shape[0] - int(skip_row)]
+
+        return launch
+
+    return bind
+
+
+@pytest.mark.parametrize("shape", [(1, 64, 4096), (16, 96, 136), (5, 33, 8)])
+def test_bf16_checked_passes_a_right_product_and_names_a_wrong_one(shape):
+    assert verify.bf16_checked(_bf16_product(), *shape, np) == ""
+    assert verify.bf16_checked(_bf16_product(drop_last=1), *shape, np).startswith("exact check")
+    assert "NaN" in verify.bf16_checked(_bf16_product(skip_row=True), *shape, np)

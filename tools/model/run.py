@@ -157,22 +157,6 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
     return [*found, ("cublas_bf16", lambda A, W, C: lib.bind(A, W, C, scratch=cupy.empty))]
 
 
-def verified(cupy, bind, m: int, n: int, k: int) -> str:
-    """'' when the kernel passes both checks at this shape, else why not."""
-    for exact in (True, False):
-        make = verify.bf16_exact_inputs if exact else verify.bf16_random_inputs
-        A, W = make(7, m, n, k, cupy)
-        C = cupy.full((m, n), np.nan, dtype=cupy.float32)
-        bind(A, W, C)()
-        cupy.cuda.Device().synchronize()
-        a, w = verify.bf16_values(A, cupy), verify.bf16_values(W, cupy)
-        ref, abs_ref, where = verify.reference(a, w.T, 0, absolute=not exact)
-        check = verify.compare_exact(C, ref, where) if exact else verify.compare(C, ref, abs_ref, k, where)
-        if not check.ok:
-            return check.reason
-    return ""
-
-
 def read_checked(cupy, bind, n: int, k: int) -> str:
     """'' when a read candidate's block sums (``bind.out``) add up to the weight's (mod 2^32) on random words, else
     why not."""
@@ -247,7 +231,7 @@ def main() -> None:
         cold = [weight] + [weight.copy() for _ in range(max(1, math.ceil(3 * l2 / weight.nbytes)))]
         for kernel, bind in launchers(cupy, mod, read_mod, m, n, k, arch, chosen):
             is_read = kernel.startswith("read_")
-            why = read_checked(cupy, bind, n, k) if is_read else verified(cupy, bind, m, n, k)
+            why = read_checked(cupy, bind, n, k) if is_read else verify.bf16_checked(bind, m, n, k, cupy)
             if why:
                 rows.append(
                     {"layer": s.layer, "M": m, "N": n, "K": k, "kernel": kernel, "status": "failed"} | {"reason": why}

@@ -7,10 +7,11 @@ ways into results/carry/trace/BUILD/kernel.cubin: ``pdl`` (bf16_stream_tma_pdl_k
 (PDL 0), ``pdll4`` (PDL_L2 4). The stamps go in at lines of stream_tma.cu named in EDITS: an edit of the kernel
 that moves them makes ``build`` say which, rather than trace something else.
 
-``run`` (on the GPU) times nothing: for each layer (at --tokens tokens), each build is verified against float64
-(output poisoned), then a CUDA graph of --launches back-to-back launches over cold copies of the weight (over
-three times the L2) runs twice, and the stamps of the second are written, one row a block: OUT/trace.csv (layer,
-build, launch, block, sm, the stamps in ns from the graph's first block start).
+``run`` (on the GPU) times nothing: for each layer (at --tokens tokens), each build passes the exact and rounding
+checks first (verify.bf16_checked: fresh inputs, output poisoned), then a CUDA graph of --launches back-to-back
+launches over cold copies of the weight (over three times the L2) runs twice, and the stamps of the second are
+written, one row a block: OUT/trace.csv (layer, build, launch, block, sm, the stamps in ns from the graph's first
+block start).
 
     python tools/model/trace.py build
     python tools/model/trace.py run OUT [--layers qkv,out,down] [--builds pdl,plain,pdll4] [--launches 20]
@@ -32,7 +33,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from gpumm.analyse import model  # noqa: E402
-from gpumm.run import hopper, verify  # noqa: E402
+from gpumm.run import verify  # noqa: E402
+from gpumm.run.launch import Launcher  # noqa: E402
+from gpumm.setup import catalog  # noqa: E402
 
 STAMPS = ["start", "asked", "waited", "last_asked", "first_in", "last_in", "c_wait", "end"]
 KERNEL = ROOT / "kernels" / "matmul_bf16" / "stream_tma.cu"
@@ -122,14 +125,6 @@ def build() -> None:
         print(f"built {out / 'kernel.cubin'}")
 
 
-def launch_of(fn, geom: dict, pdl: bool, grid: tuple, block: tuple, product: tuple):
-    """A launch of the trace build ``fn`` for C = A·Wᵀ (``product``: A, W, C, m, n, k), with PDL where built so."""
-    a = hopper.arguments(geom, *product)
-    if pdl:
-        return hopper.launch_pdl(fn, grid, block, geom["smem"], a)
-    return lambda: fn(grid, block, a, shared_mem=geom["smem"])
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="command", required=True)
@@ -164,26 +159,17 @@ def run(args) -> None:
         A = verify.bf16_random_inputs(11, m, 8, k, cupy)[0]
         W = verify.bf16_random_inputs(13, 8, n, k, cupy)[1]
         copies = [W] + [W.copy() for _ in range(max(1, math.ceil(3 * l2 / W.nbytes)))]
-        want = verify.bf16_values(A, cupy).astype(cupy.float64) @ verify.bf16_values(W, cupy).astype(cupy.float64).T
         for build in args.builds.split(","):
             cubin = ROOT / "results" / "carry" / "trace" / build / "kernel.cubin"
-            mod = cupy.RawModule(path=str(cubin))
-            fn = mod.get_function("bf16_stream_tma")
-            geom, pdl = hopper.geometry(cubin), hopper.pdl(cubin)
-            hopper.prepare(fn, geom)
-            count = cupy.ndarray((1,), cupy.uint32, mod.get_global("trace_n"))
-            recs = cupy.ndarray((16384, 9), cupy.uint64, mod.get_global("trace_rec"))
-            grid, block = (math.ceil(n / 64), 1), (geom["threads"], 1)
-            C = cupy.full((m, n), cupy.nan, dtype=cupy.float32)
-
-            launches = [launch_of(fn, geom, pdl, grid, block, (A, Wc, C, m, n, k)) for Wc in copies]
-            launches[0]()
-            cupy.cuda.Device().synchronize()
-            err = float(cupy.max(cupy.abs(C.astype(cupy.float64) - want) / (cupy.abs(want) + 1.0)))
-            ok = bool(cupy.all(cupy.isfinite(C))) and err < 2e-2
-            print(f"{layer} {build}: checked, worst relative error {err:.2e} {'ok' if ok else 'FAILED'}", flush=True)
-            if not ok:
+            kernel = Launcher(catalog.from_id("bf16_stream_tma_pdl_k4s5e"), cubin)  # PDL where the build says
+            why = verify.bf16_checked(kernel.bind, m, n, k, cupy)  # fresh inputs, output poisoned, both checks
+            print(f"{layer} {build}: {'checked' if not why else 'FAILED: ' + why}", flush=True)
+            if why:
                 continue
+            count = cupy.ndarray((1,), cupy.uint32, kernel.module.get_global("trace_n"))
+            recs = cupy.ndarray((16384, 9), cupy.uint64, kernel.module.get_global("trace_rec"))
+            C = cupy.empty((m, n), dtype=cupy.float32)
+            launches = [kernel.bind(A, Wc, C) for Wc in copies]
             stream = cupy.cuda.Stream(non_blocking=True)
             with stream:
                 stream.begin_capture()

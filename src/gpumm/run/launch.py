@@ -44,7 +44,7 @@ class Launcher:
     def __init__(self, variant: Variant, binary: Path | None = None):
         self.variant = variant
         self.binary = binary
-        self._fn = self._prep = self._host = self._sms = self._geom = None
+        self._fn = self._prep = self._host = self._sms = self._geom = self.module = None
         self._pdl = False
         self._sgemm = {}
         if variant.is_cuda or (variant.kind == "cpu" and variant.file):
@@ -54,6 +54,7 @@ class Launcher:
             import cupy
 
             module = cupy.RawModule(path=str(binary))
+            self.module = module  # its globals, for a build that keeps some (tools/model/trace.py's stamps)
             self._fn = module.get_function(variant.entry)
             self._sms = sm_count() if variant.grid_names_sms else None  # asked once, where the grid needs it
             if variant.prepare:
