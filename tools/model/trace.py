@@ -1,11 +1,12 @@
 """Where does a launch of the TMA weight stream spend its time? (issue 40, exploration)
 
-``build`` writes results/trace/trace.cu, kernels/matmul_bf16/stream_tma.cu's kernel with ``%globaltimer`` stamps
-in each block (its start; the producer's first stages asked for; its wait for the launch before done; its last
-stage asked for; the consumers' first and last stage in; their wait done before C; the end), and compiles it three
-ways into results/carry/trace/BUILD/kernel.cubin: ``pdl`` (bf16_stream_tma_pdl_k4s5e's defines), ``plain``
-(PDL 0), ``pdll4`` (PDL_L2 4). The stamps go in at lines of stream_tma.cu named in EDITS: an edit of the kernel
-that moves them makes ``build`` say which, rather than trace something else.
+``build`` writes results/trace/trace.cu, kernels/matmul_bf16/stream_tma.cu's kernel with ``%globaltimer`` stamps in
+each block (its start; the block-wide sync after the barriers' set-up; the producer's first stage asked for; its
+first stages asked for; its wait for the launch before done; its last stage asked for; the consumers' first and last
+stage in; their wait done before C; the end), and compiles it three ways into
+results/carry/trace/BUILD/kernel.cubin: ``pdl`` (bf16_stream_tma_pdl_k4s5e's defines), ``plain`` (PDL 0), ``pdll4``
+(PDL_L2 4). The stamps go in at lines of stream_tma.cu named in EDITS: an edit of the kernel that moves them makes
+``build`` say which, rather than trace something else.
 
 ``run`` (on the GPU) times nothing: for each layer (at --tokens tokens), each build passes the exact and rounding
 checks first (verify.bf16_checked: fresh inputs, output poisoned), then a CUDA graph of --launches back-to-back
@@ -37,10 +38,11 @@ from gpumm.run import verify  # noqa: E402
 from gpumm.run.launch import Launcher  # noqa: E402
 from gpumm.setup import catalog  # noqa: E402
 
-STAMPS = ["start", "asked", "waited", "last_asked", "first_in", "last_in", "c_wait", "end"]
+STAMPS = ["start", "synced", "one_asked", "asked", "waited", "last_asked", "first_in", "last_in", "c_wait", "end"]
+N = len(STAMPS)
 KERNEL = ROOT / "kernels" / "matmul_bf16" / "stream_tma.cu"
 GLOBALS = """
-__device__ unsigned long long trace_rec[16384][9];  // a block's id and SM, then its 8 stamps (ns)
+__device__ unsigned long long trace_rec[16384][11];  // a block's id and SM, then its 10 stamps (ns)
 __device__ unsigned trace_n;
 
 __device__ __forceinline__ unsigned long long now()
@@ -52,12 +54,12 @@ __device__ __forceinline__ unsigned long long now()
 """
 RECORD = """    asm volatile("bar.sync 1, 128;" ::: "memory");  // every consumer has stored
     if (tid == 0) {
-        st[7] = now();
+        st[9] = now();
         unsigned sm_id;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_id));
         const unsigned i = atomicAdd(&trace_n, 1u) % 16384;
         trace_rec[i][0] = ((unsigned long long)sm_id << 32) | blockIdx.x;
-        for (int j = 0; j < 8; ++j) {
+        for (int j = 0; j < 10; ++j) {
             trace_rec[i][1 + j] = st[j];
         }
     }
@@ -68,25 +70,32 @@ EDITS = [
     (
         "    extern __shared__ uint8_t smem_raw[];\n",
         "",
-        "    __shared__ volatile unsigned long long st[8];\n"
-        "    if (threadIdx.x == 0) {\n        st[0] = now();\n    }\n",
+        "    __shared__ volatile unsigned long long st[10];\n"
+        "    if (threadIdx.x == 0) {\n        for (int j = 1; j < 10; ++j) {\n"
+        "            st[j] = 0;  // a stamp a build never reaches stays 0\n        }\n        st[0] = now();\n    }\n",
+    ),
+    ("    __syncthreads();\n", "", "    if (threadIdx.x == 128) {\n        st[1] = now();\n    }\n"),
+    (
+        "                load_weight(sm, s, sm.full + 8 * s, &tmW, s * KS, n0, policy);\n",
+        "",
+        "                if (s == 0) {\n                    st[2] = now();\n                }\n",
     ),
     (
         "            pdl_wait();  // the tokens are the kernel before's output\n",
-        "            st[1] = now();\n",
-        "            st[2] = now();\n",
+        "            st[3] = now();\n",
+        "            st[4] = now();\n",
     ),
-    ("        return;\n", "        if (tid == 128) {\n            st[3] = now();\n        }\n", ""),
+    ("        return;\n", "        if (tid == 128) {\n            st[5] = now();\n        }\n", ""),
     (
         "    consume(ring, prev, sm.full, nk, [&](int s, int kt) { mma_stage(d, sm, s, kt == 0); }, release);\n",
         "",
-        "    if (tid == 0) {\n        st[5] = now();\n    }\n",
+        "    if (tid == 0) {\n        st[7] = now();\n    }\n",
     ),
-    ("    store_rows(d, C, M, N, n0, tid);\n", "    if (tid == 0) {\n        st[6] = now();\n    }\n", RECORD),
+    ("    store_rows(d, C, M, N, n0, tid);\n", "    if (tid == 0) {\n        st[8] = now();\n    }\n", RECORD),
 ]
 FIRST_IN = (  # the consumers' first stage in: inside the loop's lambda
     "[&](int s, int kt) { mma_stage(d, sm, s, kt == 0); }",
-    "[&](int s, int kt) {\n        if (tid == 0 && kt == 0) {\n            st[4] = now();\n        }\n"
+    "[&](int s, int kt) {\n        if (tid == 0 && kt == 0) {\n            st[6] = now();\n        }\n"
     "        mma_stage(d, sm, s, kt == 0);\n    }",
 )
 BUILDS = {"pdl": {"PDL": 1, "PDL_L2": 0}, "plain": {"PDL": 0, "PDL_L2": 0}, "pdll4": {"PDL": 1, "PDL_L2": 4}}
@@ -167,7 +176,7 @@ def run(args) -> None:
             if why:
                 continue
             count = cupy.ndarray((1,), cupy.uint32, kernel.module.get_global("trace_n"))
-            recs = cupy.ndarray((16384, 9), cupy.uint64, kernel.module.get_global("trace_rec"))
+            recs = cupy.ndarray((16384, N + 1), cupy.uint64, kernel.module.get_global("trace_rec"))
             C = cupy.empty((m, n), dtype=cupy.float32)
             launches = [kernel.bind(A, Wc, C) for Wc in copies]
             stream = cupy.cuda.Stream(non_blocking=True)
