@@ -21,8 +21,8 @@ def _trace():
 def test_the_trace_puts_every_stamp_into_todays_kernel_once():
     trace = _trace()
     src = trace.traced(trace.KERNEL.read_text())
-    stamped = re.findall(r"st\[(\d)\] = now\(\);", src)
-    assert sorted(stamped) == [str(i) for i in range(len(trace.STAMPS))], stamped
+    stamped = re.findall(r"st\[(\d+)\] = now\(\);", src)
+    assert sorted(map(int, stamped)) == list(range(len(trace.STAMPS))), stamped
     assert src.count("atomicAdd(&trace_n") == 1 and "__device__ unsigned trace_n;" in src
 
 

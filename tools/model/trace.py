@@ -38,31 +38,47 @@ from gpumm.run import verify  # noqa: E402
 from gpumm.run.launch import Launcher  # noqa: E402
 from gpumm.setup import catalog  # noqa: E402
 
-STAMPS = ["start", "synced", "one_asked", "asked", "waited", "last_asked", "first_in", "last_in", "c_wait", "end"]
+STAMPS = [
+    "start",
+    "synced",
+    "one_asked",
+    "asked",
+    "waited",
+    "last_asked",
+    "first_in",
+    "last_in",
+    "c_wait",
+    "end",
+    "w0_in",
+    "loop",
+]
 N = len(STAMPS)
 KERNEL = ROOT / "kernels" / "matmul_bf16" / "stream_tma.cu"
-GLOBALS = """
-__device__ unsigned long long trace_rec[16384][11];  // a block's id and SM, then its 10 stamps (ns)
+GLOBALS = f"""
+__device__ unsigned long long trace_rec[16384][{N + 1}];  // a block's id and SM, then its {N} stamps (ns)
 __device__ unsigned trace_n;
+#if TRACE_PROBE && PDL  // build `probe`: stage 0's weight on a barrier of its own, so that its arrival is stamped
+#define PROBE ((uint32_t)__cvta_generic_to_shared(&probe_bar))
+#endif
 
 __device__ __forceinline__ unsigned long long now()
-{
+{{
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
-}
+}}
 """
-RECORD = """    asm volatile("bar.sync 1, 128;" ::: "memory");  // every consumer has stored
-    if (tid == 0) {
+RECORD = f"""    asm volatile("bar.sync 1, 128;" ::: "memory");  // every consumer has stored
+    if (tid == 0) {{
         st[9] = now();
         unsigned sm_id;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_id));
         const unsigned i = atomicAdd(&trace_n, 1u) % 16384;
         trace_rec[i][0] = ((unsigned long long)sm_id << 32) | blockIdx.x;
-        for (int j = 0; j < 10; ++j) {
+        for (int j = 0; j < {N}; ++j) {{
             trace_rec[i][1 + j] = st[j];
-        }
-    }
+        }}
+    }}
 """
 # (a line of stream_tma.cu, what goes before it, what goes after it): each line must be there exactly once
 EDITS = [
@@ -70,11 +86,23 @@ EDITS = [
     (
         "    extern __shared__ uint8_t smem_raw[];\n",
         "",
-        "    __shared__ volatile unsigned long long st[10];\n"
-        "    if (threadIdx.x == 0) {\n        for (int j = 1; j < 10; ++j) {\n"
+        f"    __shared__ volatile unsigned long long st[{N}];\n"
+        "#if TRACE_PROBE && PDL\n    __shared__ alignas(8) uint64_t probe_bar;\n#endif\n"
+        "    if (threadIdx.x == 0) {\n"
+        f"        for (int j = 1; j < {N}; ++j) {{\n"
         "            st[j] = 0;  // a stamp a build never reaches stays 0\n        }\n        st[0] = now();\n    }\n",
     ),
-    ("    __syncthreads();\n", "", "    if (threadIdx.x == 128) {\n        st[1] = now();\n    }\n"),
+    (
+        "    __syncthreads();\n",
+        "#if TRACE_PROBE && PDL\n    if (threadIdx.x == 0) {\n"
+        "        mbar_init(PROBE, 1);\n        mbar_init_fence();\n    }\n#endif\n",
+        "    if (threadIdx.x == 128) {\n        st[1] = now();\n    }\n",
+    ),
+    (
+        "            first = nk < STAGES ? nk : STAGES;  // fresh stages: no wait for a consumer\n",
+        "",
+        "            st[11] = now();\n",
+    ),
     (
         "                load_weight(sm, s, sm.full + 8 * s, &tmW, s * KS, n0, policy);\n",
         "",
@@ -87,18 +115,40 @@ EDITS = [
     ),
     ("        return;\n", "        if (tid == 128) {\n            st[5] = now();\n        }\n", ""),
     (
+        "    float d[8];\n",
+        "#if TRACE_PROBE && PDL\n    mbar_wait(PROBE, 0);  // stage 0's weight in\n"
+        "    if (tid == 0) {\n        st[10] = now();\n    }\n#endif\n",
+        "",
+    ),
+    (
         "    consume(ring, prev, sm.full, nk, [&](int s, int kt) { mma_stage(d, sm, s, kt == 0); }, release);\n",
         "",
         "    if (tid == 0) {\n        st[7] = now();\n    }\n",
     ),
     ("    store_rows(d, C, M, N, n0, tid);\n", "    if (tid == 0) {\n        st[8] = now();\n    }\n", RECORD),
 ]
+PROBE_LOAD = (  # build `probe`: stage 0's weight completes on PROBE, its full barrier waits for the tokens alone
+    "                mbar_expect_tx(sm.full + 8 * s, Smem::TX);\n"
+    "                load_weight(sm, s, sm.full + 8 * s, &tmW, s * KS, n0, policy);\n",
+    "#if TRACE_PROBE && PDL\n                if (s == 0) {\n"
+    "                    mbar_expect_tx(sm.full, Smem::TX - ROWS * KSUB * 128);\n"
+    "                    mbar_expect_tx(PROBE, ROWS * KSUB * 128);\n"
+    "                    load_weight(sm, 0, PROBE, &tmW, 0, n0, policy);\n"
+    "                } else\n#endif\n                {\n"
+    "                    mbar_expect_tx(sm.full + 8 * s, Smem::TX);\n"
+    "                    load_weight(sm, s, sm.full + 8 * s, &tmW, s * KS, n0, policy);\n                }\n",
+)
 FIRST_IN = (  # the consumers' first stage in: inside the loop's lambda
     "[&](int s, int kt) { mma_stage(d, sm, s, kt == 0); }",
     "[&](int s, int kt) {\n        if (tid == 0 && kt == 0) {\n            st[6] = now();\n        }\n"
     "        mma_stage(d, sm, s, kt == 0);\n    }",
 )
-BUILDS = {"pdl": {"PDL": 1, "PDL_L2": 0}, "plain": {"PDL": 0, "PDL_L2": 0}, "pdll4": {"PDL": 1, "PDL_L2": 4}}
+BUILDS = {
+    "pdl": {"PDL": 1, "PDL_L2": 0},
+    "plain": {"PDL": 0, "PDL_L2": 0},
+    "pdll4": {"PDL": 1, "PDL_L2": 4},
+    "probe": {"PDL": 1, "PDL_L2": 0, "TRACE_PROBE": 1},
+}
 
 
 class TraceError(RuntimeError):
@@ -111,9 +161,11 @@ def traced(src: str) -> str:
         if src.count(line) != 1:
             raise TraceError(f"{KERNEL.name} has {src.count(line)} lines {line.strip()!r}, not one: update EDITS")
         src = src.replace(line, before + line + after)
-    if src.count(FIRST_IN[0]) != 1:
-        raise TraceError(f"{KERNEL.name} no longer calls consume as {FIRST_IN[0]!r}: update FIRST_IN")
-    return src.replace(*FIRST_IN)
+    for name, (old, new) in (("FIRST_IN", FIRST_IN), ("PROBE_LOAD", PROBE_LOAD)):
+        if src.count(old) != 1:
+            raise TraceError(f"{KERNEL.name} no longer has {old.strip()!r} once: update {name}")
+        src = src.replace(old, new)
+    return src
 
 
 def build() -> None:
