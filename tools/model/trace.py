@@ -1,12 +1,13 @@
 """Where does a launch of the TMA weight stream spend its time? (issue 40, exploration)
 
 ``build`` writes results/trace/trace.cu, kernels/matmul_bf16/stream_tma.cu's kernel with ``%globaltimer`` stamps in
-each block (its start; the block-wide sync after the barriers' set-up; the producer's first stage asked for; its
-first stages asked for; its wait for the launch before done; its last stage asked for; the consumers' first and last
-stage in; their wait done before C; the end), and compiles it three ways into
-results/carry/trace/BUILD/kernel.cubin: ``pdl`` (bf16_stream_tma_pdl_k4s5e's defines), ``plain`` (PDL 0), ``pdll4``
-(PDL_L2 4). The stamps go in at lines of stream_tma.cu named in EDITS: an edit of the kernel that moves them makes
-``build`` say which, rather than trace something else.
+each block (its start; the block-wide sync after the barriers' set-up; the producer's loop reached; its first stage
+asked for; its first stages asked for; its wait for the launch before done; its last stage asked for; the consumers'
+first and last stage in; their wait done before C; the end; in the build ``probe``, stage 0's weight in), and
+compiles it four ways into results/carry/trace/BUILD/kernel.cubin: ``pdl`` (bf16_stream_tma_pdl_k4s5e's defines),
+``plain`` (PDL 0), ``pdll4`` (PDL_L2 4), ``probe`` (``pdl`` with stage 0's weight on a barrier of its own). The
+stamps go in at lines of stream_tma.cu named in EDITS: an edit of the kernel that moves them makes ``build`` say
+which, rather than trace something else.
 
 ``run`` (on the GPU) times nothing: for each layer (at --tokens tokens), each build passes the exact and rounding
 checks first (verify.bf16_checked: fresh inputs, output poisoned), then a CUDA graph of --launches back-to-back
@@ -169,7 +170,7 @@ def traced(src: str) -> str:
 
 
 def build() -> None:
-    """results/trace/trace.cu, then its three builds (nvcc on this machine) into results/carry/trace."""
+    """results/trace/trace.cu, then its builds (BUILDS) (nvcc on this machine) into results/carry/trace."""
     from gpumm.build import nvcc
     from gpumm.setup import catalog
 
