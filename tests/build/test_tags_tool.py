@@ -2,7 +2,9 @@
 back (in a repository of the test's own, not this tree), a tag's defines reaching nvcc, its candidates file."""
 
 import importlib.util
+import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -17,7 +19,7 @@ spec.loader.exec_module(tags)
 
 def test_a_tag_is_a_name_and_its_defines():
     assert tags.parse_tag("s500:PDL_SLEEP0=500,PDL_L2=4") == ("s500", {"PDL_SLEEP0": "500", "PDL_L2": "4"})
-    for bad in ("s500", "s500:", ":A=1", "a@b:A=1", "s:A", "s:1A=2", "s:A="):
+    for bad in ("s500", "s500:", ":A=1", "a@b:A=1", "s:A", "s:1A=2", "s:A=", "a,b:X=1", "a]:X=1", "s:X=a b"):
         with pytest.raises(tags.TagError):
             tags.parse_tag(bad)
 
@@ -43,6 +45,10 @@ def test_the_patch_is_taken_back_even_when_the_build_fails(repo):
     with pytest.raises(RuntimeError), tags.applied(patch, root=repo):
         raise RuntimeError("nvcc failed")
     assert (repo / "k.cu").read_text() == "int a;\n"
+    with pytest.raises(SystemExit), tags.applied(patch, root=repo):  # killed (timeout's TERM) mid-build
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert (repo / "k.cu").read_text() == "int a;\n"
+    assert signal.getsignal(signal.SIGTERM) is not None and "stop" not in repr(signal.getsignal(signal.SIGTERM))
     (repo / "k.cu").write_text("int c;\n")  # the patch no longer applies: said, and nothing touched
     with pytest.raises(tags.TagError, match="does not apply"), tags.applied(patch, root=repo):
         pass
@@ -65,3 +71,13 @@ def test_a_tags_defines_reach_the_build(tmp_path):
 def test_an_unknown_base_is_refused_by_name(tmp_path, capsys):
     assert tags.main([str(tmp_path), "bf16_no_such_kernel", "a:X=1"]) == 2
     assert "bf16_no_such_kernel" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_a_base_without_an_arch_builds_for_the_one_given_and_a_failed_tag_leaves_nothing(tmp_path, capsys):
+    base = "bf16_stream_max_m1"  # its catalog entry names no arch
+    assert tags.main([str(tmp_path), base, "w4:WARPS=4", "--arch", "sm_90"]) == 0
+    assert (tmp_path / f"{base}@w4" / "kernel.cubin").stat().st_size > 0
+    assert tags.main([str(tmp_path), base, "bad:ROWS=no_such_value", "--arch", "sm_90"]) == 2
+    assert "nvcc failed" in capsys.readouterr().err
+    assert not (tmp_path / f"{base}@bad").exists()

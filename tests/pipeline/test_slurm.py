@@ -43,11 +43,21 @@ def _pid_files(conf_text: str) -> list[Path]:
 
 def _stop_leftovers(conf_text: str) -> None:
     """Stop the daemons of an earlier test cluster whose session was killed before its teardown (its slurm.conf
-    still ours): a new cluster would otherwise meet the old daemons on its ports."""
-    for pid in _pid_files(conf_text):
-        if pid.exists():
-            subprocess.run(["kill", pid.read_text().strip()], check=False, capture_output=True)
-    time.sleep(1)
+    still ours): a new cluster would otherwise meet the old daemons on its ports. A pid file's process is stopped
+    only if it is still a slurmctld or slurmd (a pid may have been given to another process since)."""
+    stopped = []
+    for pid_file in _pid_files(conf_text):
+        try:
+            pid = int(pid_file.read_text().strip())
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        if name in ("slurmctld", "slurmd"):
+            subprocess.run(["kill", str(pid)], check=False, capture_output=True)
+            stopped.append(pid)
+    deadline = time.time() + 10
+    while stopped and time.time() < deadline and any(Path(f"/proc/{p}").exists() for p in stopped):
+        time.sleep(0.2)
 
 
 def test_pid_files_are_read_from_our_conf():

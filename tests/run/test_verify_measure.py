@@ -138,8 +138,20 @@ def _bf16_product(drop_last: int = 0, skip_row: bool = False):
     return bind
 
 
+def _coarse_product(bind_inner):
+    """A product that reads its inputs one mantissa bit short (BF16's 8 significant bits cut to 7): exact on the
+    exact check's small integers, wrong by far more than the rounding check allows on random values."""
+
+    def bind(A, W, C):
+        cut = np.uint16(0xFFFE)
+        return bind_inner(A & cut, W & cut, C)
+
+    return bind
+
+
 @pytest.mark.parametrize("shape", [(1, 64, 4096), (16, 96, 136), (5, 33, 8)])
 def test_bf16_checked_passes_a_right_product_and_names_a_wrong_one(shape):
     assert verify.bf16_checked(_bf16_product(), *shape, np) == ""
     assert verify.bf16_checked(_bf16_product(drop_last=1), *shape, np).startswith("exact check")
     assert "NaN" in verify.bf16_checked(_bf16_product(skip_row=True), *shape, np)
+    assert verify.bf16_checked(_coarse_product(_bf16_product()), *shape, np).startswith("rounding check")

@@ -8,7 +8,10 @@ entry is built as it is too (``NAME``), and each ``NAME@TAG`` lands in OUT/NAME@
 tags, in the order given.
 
     python tools/model/tags.py OUT BASE[,BASE...] TAG:K=V[,K=V...] ... [--patch FILE] [--candidates FILE]
-        [--tokens 1,16] [--kind race]
+        [--tokens 1,16] [--kind race] [--arch sm_90a]
+
+A TAG's name is letters, digits, '_', '.' and '-'; so is each value. ``--arch``: for a base whose catalog entry names
+none (the TMA streams name sm_90a themselves).
 
 For instance (data/checks/model-decode-tokens-h200, call 2):
 
@@ -19,6 +22,9 @@ For instance (data/checks/model-decode-tokens-h200, call 2):
 
 import argparse
 import contextlib
+import re
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -34,16 +40,19 @@ class TagError(ValueError):
     """A TAG or a patch this tool cannot take (what and why)."""
 
 
+WORD = re.compile(r"[A-Za-z0-9_.+-]+")
+
+
 def parse_tag(text: str) -> tuple[str, dict[str, str]]:
     """``s500:PDL_SLEEP0=500,PDL_L2=4`` as (tag, defines)."""
     tag, sep, rest = text.partition(":")
-    if not sep or not tag or not rest or "@" in tag or "/" in tag:
-        raise TagError(f"{text!r}: a tag is NAME:K=V[,K=V...] (NAME without '@' or '/')")
+    if not sep or not rest or not WORD.fullmatch(tag):
+        raise TagError(f"{text!r}: a tag is NAME:K=V[,K=V...], NAME of letters, digits, '_', '.', '+' and '-'")
     defines = {}
     for item in rest.split(","):
         key, eq, value = item.partition("=")
-        if not eq or not key.isidentifier() or not value:
-            raise TagError(f"{text!r}: {item!r} is not K=V")
+        if not eq or not key.isidentifier() or not WORD.fullmatch(value):
+            raise TagError(f"{text!r}: {item!r} is not K=V (V of letters, digits, '_', '.', '+' and '-')")
         defines[key] = value
     return tag, defines
 
@@ -66,15 +75,32 @@ def applied(patch: Path | None, root: Path = ROOT):
         yield
         return
     patch = check_patch(patch, root)
-    subprocess.run(["git", "apply", str(patch)], cwd=root, check=True)
+
+    def stop(signum, frame):  # a kill (timeout's TERM, a closed terminal) unwinds through the finally below
+        raise SystemExit(f"tags.py: stopped by signal {signum}")
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    applied_yet = False
     try:
+        subprocess.run(["git", "apply", str(patch)], cwd=root, check=True, capture_output=True)
+        applied_yet = True
         yield
     finally:
-        subprocess.run(["git", "apply", "-R", str(patch)], cwd=root, check=True)
+        try:
+            if applied_yet:
+                back = subprocess.run(["git", "apply", "-R", str(patch)], cwd=root, capture_output=True, text=True)
+                if back.returncode != 0:
+                    raise TagError(f"could not take {patch} back ({back.stderr.strip()}): run git apply -R {patch}")
+        finally:
+            for sig, handler in before.items():
+                signal.signal(sig, handler)
 
 
-def build(out: Path, bases: list[str], tags: list[tuple[str, dict[str, str]]], patch: Path | None) -> list[str]:
-    """Each base as it is (before any patch) and with each tag's defines (the patch applied); the names built."""
+def build(
+    out: Path, bases: list[str], tags: list[tuple[str, dict[str, str]]], patch: Path | None, arch: str = "sm_90a"
+) -> list[str]:
+    """Each base as it is (before any patch) and with each tag's defines (the patch applied); the names built. A
+    build that fails leaves no folder of its own behind."""
     if patch is not None:
         check_patch(patch)  # before anything is built
     variants = []
@@ -85,18 +111,31 @@ def build(out: Path, bases: list[str], tags: list[tuple[str, dict[str, str]]], p
             raise TagError(f"{vid}: not in the catalog ({exc})") from exc
     names = []
     for v in variants:
-        nvcc.build(v, v.arch, out / v.id)
+        with _whole(out / v.id):
+            nvcc.build(v, v.arch or arch, out / v.id)
         names.append(v.id)
     with applied(patch):
         for v in variants:
             for tag, over in tags:
                 flags = (*v.nvcc_flags, *(f"-D{k}={val}" for k, val in (dict(v.defines) | over).items()))
                 dest = out / f"{v.id}@{tag}"
-                nvcc.compile_source(v.source, v.arch, dest, flags, f"{v.id}@{tag}")
-                for f in dest.glob("*.tmp"):
-                    f.rename(f.with_suffix(""))
+                with _whole(dest):
+                    nvcc.compile_source(v.source, v.arch or arch, dest, flags, f"{v.id}@{tag}")
+                    for f in dest.glob("*.tmp"):
+                        f.rename(f.with_suffix(""))
                 names.append(dest.name)
     return names
+
+
+@contextlib.contextmanager
+def _whole(dest: Path):
+    """A build into ``dest`` that leaves the folder whole or not at all."""
+    shutil.rmtree(dest, ignore_errors=True)
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
 
 
 def candidates(names: list[str], tokens: list[int], kind: str) -> str:
@@ -114,18 +153,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--candidates", type=Path)
     p.add_argument("--tokens", default="1,16")
     p.add_argument("--kind", default="race", choices=["race", "next"])
+    p.add_argument("--arch", default="sm_90a")
     a = p.parse_args(argv)
     try:
-        tags = [parse_tag(t) for t in a.tags]
         tokens = [int(t) for t in a.tokens.split(",")]
-        names = build(a.out, a.bases.split(","), tags, a.patch)
+    except ValueError:
+        print(f"tags.py: --tokens {a.tokens!r} is not a list of token counts (1,16)", file=sys.stderr)
+        return 2
+    try:
+        tags = [parse_tag(t) for t in a.tags]
+        names = build(a.out, a.bases.split(","), tags, a.patch, a.arch)
     except (TagError, nvcc.BuildError) as exc:
         print(f"tags.py: {exc}", file=sys.stderr)
         return 2
-    except ValueError as exc:
-        print(f"tags.py: --tokens {a.tokens!r}: {exc}", file=sys.stderr)
-        return 2
     if a.candidates:
+        a.candidates.parent.mkdir(parents=True, exist_ok=True)
         a.candidates.write_text(candidates(names, tokens, a.kind))
     print("\n".join(names))
     return 0
