@@ -11,7 +11,8 @@ FILE (YAML): token count -> a list of [name, kind, defines], in place of CANDIDA
 A "race" name NAME@TAG is the catalog's NAME built otherwise (other defines) into results/build/NAME@TAG; a "tma"
 candidate {cubin: PATH, split: S} is a build of kernels/matmul_bf16/stream_tma.cu in results/build/PATH launched
 on S blocks a tile (K split among them; PDL where the cubin says); a "next" NAME@TAG is a build of it with NEXT_L2
-(data/checks/model-decode-next-h200), given the next launch's weight as a third tensor map (its graphs are whole
+(data/checks/model-decode-next-h200), given the weight of the launch {ahead: A} after it (1 unless said: the next)
+as a third tensor map (its graphs are whole
 turns of the copies; a build without NEXT_L2 takes two maps, and launched so it reads garbage arguments).
 
 Per shape: every kernel verified first, output poisoned with NaN: the exact check (small integers, exact in BF16
@@ -117,7 +118,8 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
                 mn = hopper.arguments(geom, A, W if nxt is None else nxt, C, m, n, k)[1]
                 return hopper.launch_pdl(fn, grid, block, geom["smem"], (ma, mb, mn, *rest))
 
-            chained.chain = True  # timed() hands it the next launch's copy
+            chained.chain = True  # timed() hands it the copy of the launch `ahead` after it (1: the next)
+            chained.ahead = int(d.get("ahead", 1))
             return name, chained
         if kind == "read":
             fn = read.get_function(d["entry"])
@@ -175,7 +177,7 @@ def timed(cupy, bind, A, copies: list, m: int, n: int) -> list[float]:
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
         if getattr(bind, "chain", False):  # a kernel that takes the next launch's weight too
-            launches = [bind(A, W, C, copies[(i + 1) % len(copies)]) for i, W in enumerate(copies)]
+            launches = [bind(A, W, C, copies[(i + bind.ahead) % len(copies)]) for i, W in enumerate(copies)]
         else:
             launches = [bind(A, W, C) for W in copies]  # bound on this stream: cuBLAS's handle takes the current one
         launches[0]()  # anything the first call sets up (cuBLAS's workspace) before the capture

@@ -8,7 +8,7 @@ entry is built as it is too (``NAME``), and each ``NAME@TAG`` lands in OUT/NAME@
 tags, in the order given.
 
     python tools/model/tags.py OUT BASE[,BASE...] TAG:K=V[,K=V...] ... [--patch FILE] [--candidates FILE]
-        [--tokens 1,16] [--kind race] [--arch sm_90a]
+        [--tokens 1,16] [--kind race] [--arch sm_90a] [--ahead 1]
 
 A TAG's name is letters, digits, '_', '.' and '-'; so is each value. ``--arch``: for a base whose catalog entry names
 none (the TMA streams name sm_90a themselves).
@@ -138,9 +138,11 @@ def _whole(dest: Path):
         raise
 
 
-def candidates(names: list[str], tokens: list[int], kind: str) -> str:
-    """run.py's --candidates file: at each token count, every name as a ``kind`` candidate."""
-    rows = "".join(f"- [{n}, {'race' if '@' not in n else kind}, {{}}]\n" for n in names)
+def candidates(names: list[str], tokens: list[int], kind: str, ahead: int = 1) -> str:
+    """run.py's --candidates file: at each token count, every name as a ``kind`` candidate (a ``next`` one handed
+    the weight of the launch ``ahead`` after it)."""
+    extra = f"{{ahead: {ahead}}}" if kind == "next" and ahead != 1 else "{}"
+    rows = "".join(f"- [{n}, race, {{}}]\n" if "@" not in n else f"- [{n}, {kind}, {extra}]\n" for n in names)
     return "".join(f"{m}:\n{rows}" for m in tokens)
 
 
@@ -154,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokens", default="1,16")
     p.add_argument("--kind", default="race", choices=["race", "next"])
     p.add_argument("--arch", default="sm_90a")
+    p.add_argument("--ahead", type=int, default=1, help="a next candidate: the launch whose weight it is handed")
     a = p.parse_args(argv)
     try:
         tokens = [int(t) for t in a.tokens.split(",")]
@@ -168,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if a.candidates:
         a.candidates.parent.mkdir(parents=True, exist_ok=True)
-        a.candidates.write_text(candidates(names, tokens, a.kind))
+        a.candidates.write_text(candidates(names, tokens, a.kind, a.ahead))
     print("\n".join(names))
     return 0
 
