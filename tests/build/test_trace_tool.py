@@ -42,5 +42,6 @@ def test_the_traced_kernel_compiles(tmp_path):
     src = tmp_path / "trace.cu"
     src.write_text(trace.traced(trace.KERNEL.read_text()))
     flags = (f"-I{trace.KERNEL.parent}", "-DMAX_M=16", "-DSTAGES=5", "-DKSUB=4", "-DPDL=1", "-DPDL_L2=0")
-    nvcc.compile_source(src, "sm_90a", tmp_path / "out", flags, "trace")
-    assert (tmp_path / "out" / "kernel.cubin.tmp").stat().st_size > 0
+    nvcc.compile_into(src, "sm_90a", tmp_path / "out", flags, "trace")
+    assert (tmp_path / "out" / "kernel.cubin").stat().st_size > 0
+    assert not list((tmp_path / "out").glob("*.tmp"))

@@ -12,8 +12,8 @@ A "race" name NAME@TAG is the catalog's NAME built otherwise (other defines) int
 candidate {cubin: PATH, split: S} is a build of kernels/matmul_bf16/stream_tma.cu in results/build/PATH launched
 on S blocks a tile (K split among them; PDL where the cubin says); a "next" NAME@TAG is a build of it with NEXT_L2
 (data/checks/model-decode-next-h200), given the weight of the launch {ahead: A} after it (1 unless said: the next)
-as a third tensor map (its graphs are whole
-turns of the copies; a build without NEXT_L2 takes two maps, and launched so it reads garbage arguments).
+as a third tensor map (its graphs are whole turns of the copies; a build without NEXT_L2 takes two maps, and
+launched so it reads garbage arguments).
 
 Per shape: every kernel verified first, output poisoned with NaN: the exact check (small integers, exact in BF16
 and in FP32 sums) and the rounding check (random BF16 values) against the float64 product, on the GPU; a kernel
@@ -172,11 +172,12 @@ def timed(cupy, bind, A, copies: list, m: int, n: int) -> list[float]:
     """µs per launch of each sample: a graph of L launches, launch i on copy i mod C."""
     C = cupy.empty((m, n), dtype=cupy.float32)
     per_graph = max(20, 2 * len(copies))
-    if getattr(bind, "chain", False):  # each launch asks for the next one's weight: whole turns of the copies
+    chain = getattr(bind, "chain", False)  # a kernel handed a later launch's weight too
+    if chain:  # whole turns of the copies, so that every launch's later weight is the one that launch reads
         per_graph = -(-per_graph // len(copies)) * len(copies)
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
-        if getattr(bind, "chain", False):  # a kernel that takes the next launch's weight too
+        if chain:
             launches = [bind(A, W, C, copies[(i + bind.ahead) % len(copies)]) for i, W in enumerate(copies)]
         else:
             launches = [bind(A, W, C) for W in copies]  # bound on this stream: cuBLAS's handle takes the current one

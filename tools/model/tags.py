@@ -120,9 +120,7 @@ def build(
                 flags = (*v.nvcc_flags, *(f"-D{k}={val}" for k, val in (dict(v.defines) | over).items()))
                 dest = out / f"{v.id}@{tag}"
                 with _whole(dest):
-                    nvcc.compile_source(v.source, v.arch or arch, dest, flags, f"{v.id}@{tag}")
-                    for f in dest.glob("*.tmp"):
-                        f.rename(f.with_suffix(""))
+                    nvcc.compile_into(v.source, v.arch or arch, dest, flags, f"{v.id}@{tag}")
                 names.append(dest.name)
     return names
 

@@ -55,6 +55,7 @@ STAMPS = [
 ]
 N = len(STAMPS)
 KERNEL = ROOT / "kernels" / "matmul_bf16" / "stream_tma.cu"
+BASE = "bf16_stream_tma_pdl_k4s5e"  # the catalog entry whose defines the builds start from, and whose launch they take
 GLOBALS = f"""
 __device__ unsigned long long trace_rec[16384][{N + 1}];  // a block's id and SM, then its {N} stamps (ns)
 __device__ unsigned trace_n;
@@ -177,13 +178,11 @@ def build() -> None:
     src = ROOT / "results" / "trace" / "trace.cu"
     src.parent.mkdir(parents=True, exist_ok=True)
     src.write_text(traced(KERNEL.read_text()))
-    base = dict(catalog.from_id("bf16_stream_tma_pdl_k4s5e").defines)
+    base = dict(catalog.from_id(BASE).defines)
     for name, over in BUILDS.items():
         out = ROOT / "results" / "carry" / "trace" / name
         flags = (f"-I{KERNEL.parent}", *(f"-D{k}={v}" for k, v in {**base, **over}.items()))
-        nvcc.compile_source(src, "sm_90a", out, flags, f"trace {name}")
-        for tmp in out.glob("*.tmp"):
-            tmp.replace(tmp.with_suffix(""))
+        nvcc.compile_into(src, "sm_90a", out, flags, f"trace {name}")
         print(f"built {out / 'kernel.cubin'}")
 
 
@@ -223,7 +222,7 @@ def run(args) -> None:
         copies = [W] + [W.copy() for _ in range(max(1, math.ceil(3 * l2 / W.nbytes)))]
         for build in args.builds.split(","):
             cubin = ROOT / "results" / "carry" / "trace" / build / "kernel.cubin"
-            kernel = Launcher(catalog.from_id("bf16_stream_tma_pdl_k4s5e"), cubin)  # PDL where the build says
+            kernel = Launcher(catalog.from_id(BASE), cubin)  # PDL where the build says
             why = verify.bf16_checked(kernel.bind, m, n, k, cupy)  # fresh inputs, output poisoned, both checks
             print(f"{layer} {build}: {'checked' if not why else 'FAILED: ' + why}", flush=True)
             if why:

@@ -73,11 +73,27 @@ def compile_source(source: Path, arch: str, out_dir: Path, flags: tuple[str, ...
     return logs[0]
 
 
+OUTPUTS = ("kernel.cubin", "kernel.ptx", "kernel.sass")
+
+
+def _into_place(out_dir: Path, names: tuple[str, ...]) -> None:
+    """Each output's temporary file renamed to its name, once all have been written."""
+    for name in names:
+        (out_dir / f"{name}.tmp").replace(out_dir / name)
+
+
 def _finish(out_dir: Path, report) -> None:
     """Write resources.json and move every output into place: all of them, or none looks finished."""
     (out_dir / "resources.json.tmp").write_text(files.json_text(report, indent=1))
-    for name in ("kernel.cubin", "kernel.ptx", "kernel.sass", "resources.json"):
-        (out_dir / f"{name}.tmp").replace(out_dir / name)
+    _into_place(out_dir, (*OUTPUTS, "resources.json"))
+
+
+def compile_into(source: Path, arch: str, out_dir: Path, flags: tuple[str, ...], name: str) -> str:
+    """:func:`compile_source`, then its outputs moved into place: a build outside the catalog (an exploration's
+    tagged or traced build), which has no resources report. The ptxas log."""
+    log = compile_source(source, arch, out_dir, flags, name)
+    _into_place(out_dir, OUTPUTS)
+    return log
 
 
 def build(variant: Variant, arch: str, out_dir: Path) -> dict:
