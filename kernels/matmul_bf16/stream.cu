@@ -80,6 +80,15 @@ __device__ __forceinline__ void fma_step(float (&acc)[R][MAX_M], const float (&w
     }
 }
 
+// a row of the weight past N reads the last row, whose sum is not stored
+__device__ __forceinline__ int clamped_row(int n, int N) { return n < N ? n : N - 1; }
+
+// 16 bytes of row n of the weight at k, read once (ld.global.cs: evict first)
+__device__ __forceinline__ uint4 weight16(const uint16_t *Bt, int n, int K, int k)
+{
+    return __ldcs(reinterpret_cast<const uint4 *>(Bt + (size_t)n * K + k));
+}
+
 __device__ __forceinline__ float warp_sum(float v)
 {
 #pragma unroll
@@ -113,9 +122,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
         for (int h = 0; h < HOLD; ++h) {
 #pragma unroll
             for (int r = 0; r < ROWS; ++r) {
-                const int n = n0 + r < N ? n0 + r : N - 1, k = k0 + h * STEP;
-                held[h][r] = k < K ? __ldcs(reinterpret_cast<const uint4 *>(Bt + (size_t)n * K + k))
-                                   : make_uint4(0, 0, 0, 0);
+                const int n = clamped_row(n0 + r, N), k = k0 + h * STEP;
+                held[h][r] = k < K ? weight16(Bt, n, K, k) : make_uint4(0, 0, 0, 0);
                 // used here, so asked for before the wait (else the compiler may sink the loads below it)
                 asm volatile("" : "+r"(held[h][r].x), "+r"(held[h][r].y), "+r"(held[h][r].z), "+r"(held[h][r].w));
             }
@@ -141,8 +149,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
         float w[ROWS][8];
 #pragma unroll
         for (int r = 0; r < ROWS; ++r) {
-            const int n = n0 + r < N ? n0 + r : N - 1;  // a row past N reads the last row; its sum is not stored
-            unpack8(__ldcs(reinterpret_cast<const uint4 *>(Bt + (size_t)n * K + k)), w[r]);
+            unpack8(weight16(Bt, clamped_row(n0 + r, N), K, k), w[r]);
         }
         fma_step(acc, w, A, M, K, k);
     }

@@ -15,17 +15,29 @@ static_assert(MAX_M == 16, "MAX_M: the tokens are wgmma's N side of 16");
 // the stages: the tokens as the A tile, the weight as the B tile; box j of a stage at j x its box's bytes
 using Smem = Stages<16 * KSUB, ROWS * KSUB, STAGES>;
 
-// stage s: the tokens' and rows n0.. of the weight's KSUB boxes from column k0 on, completing on `bar`; the
-// weight's with the L2 `policy` (l2_evict_first: read once this step, as the CUDA-core streams' ld.global.cs, so
-// that the tokens and the next layer's reads keep their lines; 0.9 to 3.0 points of the DRAM bound at 16 tokens
-// on an H200, data/checks/model-decode-evict-h200)
+// box j of stage s (columns k0 + 64 j on): the tokens' (16 rows, zeros past M), and the weight's rows n0.. with the
+// L2 `policy` (l2_evict_first: read once this step, as the CUDA-core streams' ld.global.cs, so that the tokens and
+// the next layer's reads keep their lines; 0.9 to 3.0 points of the DRAM bound at 16 tokens on an H200,
+// data/checks/model-decode-evict-h200), each completing on `bar`
+__device__ __forceinline__ void token_box(const Smem &sm, int s, int j, uint32_t bar, const CUtensorMap *tmA, int k0)
+{
+    tma_load(sm.a_at(s) + j * 16 * 128, tmA, bar, k0 + j * BK, 0);
+}
+
+__device__ __forceinline__ void weight_box(const Smem &sm, int s, int j, uint32_t bar, const CUtensorMap *tmW, int k0,
+                                           int n0, uint64_t policy)
+{
+    tma_load_hint(sm.b_at(s) + j * ROWS * 128, tmW, bar, k0 + j * BK, n0, policy);
+}
+
+// stage s: the KSUB boxes of the tokens and of the weight from column k0 on, each token box before its weight box
 __device__ __forceinline__ void load_stage(const Smem &sm, int s, uint32_t bar, const CUtensorMap *tmA,
                                            const CUtensorMap *tmW, int k0, int n0, uint64_t policy)
 {
 #pragma unroll
     for (int j = 0; j < KSUB; ++j) {
-        tma_load(sm.a_at(s) + j * 16 * 128, tmA, bar, k0 + j * BK, 0);
-        tma_load_hint(sm.b_at(s) + j * ROWS * 128, tmW, bar, k0 + j * BK, n0, policy);
+        token_box(sm, s, j, bar, tmA, k0);
+        weight_box(sm, s, j, bar, tmW, k0, n0, policy);
     }
 }
 
@@ -36,7 +48,7 @@ __device__ __forceinline__ void load_weight(const Smem &sm, int s, uint32_t bar,
 {
 #pragma unroll
     for (int j = 0; j < KSUB; ++j) {
-        tma_load_hint(sm.b_at(s) + j * ROWS * 128, tmW, bar, k0 + j * BK, n0, policy);
+        weight_box(sm, s, j, bar, tmW, k0, n0, policy);
     }
 }
 
@@ -44,7 +56,7 @@ __device__ __forceinline__ void load_tokens(const Smem &sm, int s, uint32_t bar,
 {
 #pragma unroll
     for (int j = 0; j < KSUB; ++j) {
-        tma_load(sm.a_at(s) + j * 16 * 128, tmA, bar, k0 + j * BK, 0);
+        token_box(sm, s, j, bar, tmA, k0);
     }
 }
 
