@@ -123,6 +123,16 @@ def test_the_dispatchers_goals_by_regime_and_the_held_out_shapes(run):
     assert d.loc[("a", 1024), "round_ratio"] == pytest.approx(0.99) and d.loc[("a", 1024), "met"]
 
 
+def test_the_dispatcher_says_how_many_us_a_launch_takes_over_its_bound(run):
+    """a at one token: 10 µs against its bytes at the 3.0e12 read rate (11.2 µs): 1.2 µs under it; every timed
+    shape its median less its shape's larger bound."""
+    t = layers.tables(run, GPU)
+    d, s = t["model_dispatch"].set_index(["layer", "M"]), t["model_shapes"].set_index(["layer", "M"])
+    assert d.loc[("a", 1), "over_bound_us"] == pytest.approx(10 - model.moved(1, 4096, 4096) / 3.0e12 * 1e6)
+    assert d.over_bound_us.to_dict() == pytest.approx((d.median_us - s.bound_us.reindex(d.index)).to_dict())
+    assert (d.loc[("b", 1024), "over_bound_us"] > 0) and d.over_bound_us.notna().all()
+
+
 def test_the_model_per_step_sums_each_layer_times_its_count(run):
     tok = layers.tables(run, GPU)["model_tokens"].set_index("M")
     assert list(tok.index) == [1, 1024]  # M = 8 is neither decode nor prefill

@@ -31,7 +31,7 @@ SHAPES = [*model.COLUMNS, "fitted", "weight_bytes", "copies", "warm", "members",
 RATES = ["layer", "M", "N", "K", "kernel", "role", "picks", "weights", "step", "n", "median_us", "q1_us", "q3_us"]
 RATES += ["tflops", "gbps", "of_bound", "of_dram", "of_tensor", "of_reference", "round_ratio", "stale"]
 DISPATCH = ["layer", "M", "N", "K", "fitted", "kernel", "from", "median_us", "reference_us", "of_reference"]
-DISPATCH += ["round_ratio", "of_bound", "regime", "goal", "met", "ceiling", "reachable"]
+DISPATCH += ["round_ratio", "of_bound", "over_bound_us", "regime", "goal", "met", "ceiling", "reachable"]
 CEILING = ["layer", "N", "K", "pattern", "bytes", "copies", "n", "median_us", "q1_us", "q3_us", "gbps", "of_read"]
 TOKENS = ["phase", "M", "kernel", "step_us", "per_token_us", "reference_step_us", "of_reference"]
 CROSSOVER = ["layer", "N", "K", "crossover_m"]
@@ -196,7 +196,8 @@ def dispatch_table(
     ceiling: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The dispatcher at every shape the dispatch step timed (cold weights): what it picked, from which fitted
-    shape, its share of cuBLAS BF16 and of the bound, and the goal of its regime (decode: M = 1 and 16; prefill:
+    shape, its share of cuBLAS BF16 and of the bound, the µs its launch takes over the bound, and the goal of its
+    regime (decode: M = 1 and 16; prefill:
     M of 1024 and more) with whether it is met. A shape where the pick failed its check (``checks``: the
     dispatch step's) was not timed: a row without a time, a goal there not met. ``ceiling``: the layer's weight
     read alone (``ceiling_table``), its share of the read rate; ``reachable`` (decode goals only): whether that
@@ -216,7 +217,8 @@ def dispatch_table(
             {"layer": r.layer, "M": r.M, "N": r.N, "K": r.K, "fitted": bool(s.fitted), "kernel": r.picks}
             | {"from": f"{near['layer']} M={near['M']}", "median_us": r.median_us}
             | {"reference_us": r.median_us * r.of_reference, "of_reference": r.of_reference}
-            | {"round_ratio": r.round_ratio, "of_bound": r.of_bound, "regime": s.regime, "goal": goal, "met": met}
+            | {"round_ratio": r.round_ratio, "of_bound": r.of_bound, "over_bound_us": r.median_us - s.bound_us}
+            | {"regime": s.regime, "goal": goal, "met": met}
             | _reach(r.layer, r.M, of_read)
         )
     for r in dispatch.untimed(checks, {(x["layer"], x["M"]) for x in rows}, ["layer", "M"]):
@@ -227,7 +229,8 @@ def dispatch_table(
         rows.append(
             {"layer": r.layer, "M": r.M, "N": r.N, "K": r.K, "fitted": bool(s.fitted), "kernel": r.picks}
             | {"from": f"{near['layer']} M={near['M']}", "median_us": np.nan, "reference_us": np.nan}
-            | {"of_reference": np.nan, "round_ratio": np.nan, "of_bound": np.nan, "regime": s.regime}
+            | {"of_reference": np.nan, "round_ratio": np.nan, "of_bound": np.nan, "over_bound_us": np.nan}
+            | {"regime": s.regime}
             | {
                 "goal": f"{goal}: not timed, its pick {r.status} ({r.reason})" if goal else "",
                 "met": False if goal else None,

@@ -3,8 +3,8 @@
 Each layer multiplies M tokens (A: M x K, BF16) by its weight (N x K, BF16, held as the race holds Bt) into C
 (M x N, FP32). A launch cannot take less than either
 
-- the DRAM bound: the bytes it must move at least once (2·M·K + 2·N·K + 4·M·N) over the card's DRAM bandwidth (the
-  device-to-device copy the run measures), or
+- the DRAM bound: the bytes it must move at least once (2·M·K + 2·N·K + 4·M·N) over the card's DRAM bandwidth (its
+  read rate: the fastest read pattern the run measures, gpumm.analyse.layers.read_table), or
 - the tensor bound: its flops (2·M·N·K) over the tensor cores' BF16 peak at the run's clock.
 
 A shape is *DRAM-bound* where the first is the larger, *tensor-bound* where the second is; a kernel's time is read

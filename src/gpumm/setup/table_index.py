@@ -85,8 +85,8 @@ TABLES = {
     ),
     "model_dispatch": (
         "gpumm.analyse.layers",
-        "the dispatcher at each model shape: the kernel its rule picked and from where, its shares, its goal, and "
-        "whether the layer's weight read alone reaches a decode goal",
+        "the dispatcher at each model shape: the kernel its rule picked and from where, its shares, the µs a launch "
+        "takes over the bound, its goal, and whether the layer's weight read alone reaches a decode goal",
     ),
     "model_tokens": (
         "gpumm.analyse.layers",
