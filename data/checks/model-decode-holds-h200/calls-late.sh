@@ -2,7 +2,7 @@
 # The second call of this check again: the builds here (tools/model/tags.py with late.patch: holds.patch and LATE;
 # LATE_TO, added for the third call, is 20,000 by default: the second call's SASS),
 # then, on a lent H200 with results/carry carried, after the device README's install line:
-# bash tools/model/explore.sh late results/carry/cand.yaml qkv,out
+# bash tools/model/explore.sh late results/carry/cand.yaml qkv,out,down
 set -eu
 D=data/checks/model-decode-holds-h200
 rm -rf results/carry/build && mkdir -p results/carry
