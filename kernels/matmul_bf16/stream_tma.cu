@@ -33,8 +33,7 @@
 // toward its bytes over the read rate). On an H200 at 16 tokens, cold: gate and up 91.6 -> 94.4% of the bound, down
 // 87.6 -> 90.6%, the logits 97.5 -> 98.3%, QKV 77.6 -> 83.2%, the output layer 74.1 -> 76.3%; four stages asked of
 // the L2 add 1.3 points on down and 2.6 on the output layer and cost 1 to 7 elsewhere, eight or more cost on every
-// layer but down (data/checks/model-decode-pdl-h200); one to three more stages held in the consumers' registers
-// before the wait gain 1.5 to 3.3 points on QKV and none on the output layer (data/checks/model-decode-holds-h200).
+// layer but down (data/checks/model-decode-pdl-h200).
 #include "pdl.cuh"
 #include "stream_tma.cuh"
 

@@ -3,6 +3,7 @@ back (in a repository of the test's own, not this tree), a tag's defines reachin
 
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -81,3 +82,16 @@ def test_a_base_without_an_arch_builds_for_the_one_given_and_a_failed_tag_leaves
     assert tags.main([str(tmp_path), base, "bad:ROWS=no_such_value", "--arch", "sm_90"]) == 2
     assert "nvcc failed" in capsys.readouterr().err
     assert not (tmp_path / f"{base}@bad").exists()
+
+
+def test_every_patch_a_checks_calls_script_builds_with_applies_to_this_tree():
+    """A check's calls*.sh rebuilds its @TAG builds from this tree with its patch: an edit of kernels/ that the patch
+    no longer applies to (a comment in its context will do) would leave the check with no way to rebuild them."""
+    scripts = sorted((ROOT / "data" / "checks").glob("*/calls*.sh"))
+    patches = {
+        (s, s.parent / name) for s in scripts for name in re.findall(r"--patch \$D/([\w.-]+\.patch)", s.read_text())
+    }
+    assert len(patches) >= 10, "the checks' calls scripts name fewer patches than they did"
+    for script, patch in sorted(patches):
+        proc = subprocess.run(["git", "apply", "--check", str(patch)], cwd=ROOT, capture_output=True, text=True)
+        assert proc.returncode == 0, (script.relative_to(ROOT), patch.name, proc.stderr[:300])

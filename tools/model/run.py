@@ -28,6 +28,7 @@ Writes OUT_DIR/samples.csv (every sample) and OUT_DIR/summary.csv (medians, shar
 
 import argparse
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -83,6 +84,15 @@ def built(file: str, defines: dict, arch: str) -> Path:
     return out.with_suffix(".cubin")
 
 
+def tensor_maps(ptx: str, entry: str) -> int:
+    """How many tensor maps (128-byte parameters) kernel ``entry`` of a PTX text takes; ValueError where it has no
+    such entry."""
+    m = re.search(rf"\.entry {re.escape(entry)}\((.*?)\)", ptx, re.S)
+    if m is None:
+        raise ValueError(f"the PTX has no entry {entry}")
+    return len(re.findall(r"\.b8 \w+\[128\]", m.group(1)))
+
+
 def load_candidates(path: Path) -> dict:
     """A --candidates file (YAML: token count -> [[name, kind, defines], ...]) as launchers takes it."""
     return {int(m): [(c[0], c[1], dict(c[2] or {})) for c in v] for m, v in yaml.safe_load(path.read_text()).items()}
@@ -109,7 +119,14 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
         if kind == "next":  # NAME@TAG built with NEXT_L2: the next launch's weight as a third tensor map
             from gpumm.run import hopper
 
-            race = Launcher(catalog.from_id(name.split("@")[0]), ROOT / "results" / "build" / name / "kernel.cubin")
+            folder = ROOT / "results" / "build" / name
+            race = Launcher(catalog.from_id(name.split("@")[0]), folder / "kernel.cubin")
+            maps = tensor_maps((folder / "kernel.ptx").read_text(), race.variant.entry)
+            if maps != 3:  # launched with three, a kernel of two would take the third map's bytes as C
+                raise SystemExit(
+                    f"run.py: {name}: a next candidate is a build with NEXT_L2 (the next launch's weight as a third "
+                    f"tensor map); its kernel takes {maps}"
+                )
             geom, fn = race._geom, race._fn
             grid, block = race.variant.grid_dims(m, n, k, sms=sm_count()), race.variant.block_dims()
 
