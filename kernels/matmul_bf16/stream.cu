@@ -80,7 +80,7 @@ __device__ __forceinline__ void fma_step(float (&acc)[R][MAX_M], const float (&w
     }
 }
 
-// a row of the weight past N reads the last row, whose sum is not stored
+// a row of the weight past N reads the last row in its place; its sum is not stored
 __device__ __forceinline__ int clamped_row(int n, int N) { return n < N ? n : N - 1; }
 
 // 16 bytes of row n of the weight at k, read once (ld.global.cs: evict first)
