@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from gpumm.run import measure, verify
+from gpumm.run import measure, operations, verify
 
 
 def product(seed, M, N, K):
@@ -123,7 +123,7 @@ def test_a_grid_of_its_own_is_for_the_bf16_kernels_only():
 
 
 def _bf16_product(drop_last: int = 0, skip_row: bool = False):
-    """bind(A, Bt, C) for verify.bf16_checked: C = A·Btᵀ from the BF16 values in FP32 on the CPU; ``drop_last``
+    """bind(A, Bt, C) for the BF16 operation's checked: C = A·Btᵀ from the BF16 values in FP32 on the CPU; ``drop_last``
     terms of K left out, or (``skip_row``) the last row of C left unwritten."""
 
     def bind(A, W, C):
@@ -151,7 +151,8 @@ def _coarse_product(bind_inner):
 
 @pytest.mark.parametrize("shape", [(1, 64, 4096), (16, 96, 136), (5, 33, 8)])
 def test_bf16_checked_passes_a_right_product_and_names_a_wrong_one(shape):
-    assert verify.bf16_checked(_bf16_product(), *shape, np) == ""
-    assert verify.bf16_checked(_bf16_product(drop_last=1), *shape, np).startswith("exact check")
-    assert "NaN" in verify.bf16_checked(_bf16_product(skip_row=True), *shape, np)
-    assert verify.bf16_checked(_coarse_product(_bf16_product()), *shape, np).startswith("rounding check")
+    checked = operations.get("matmul_bf16").checked
+    assert checked(_bf16_product(), *shape, np) == ""
+    assert checked(_bf16_product(drop_last=1), *shape, np).startswith("exact check")
+    assert "NaN" in checked(_bf16_product(skip_row=True), *shape, np)
+    assert checked(_coarse_product(_bf16_product()), *shape, np).startswith("rounding check")

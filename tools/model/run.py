@@ -12,8 +12,8 @@ A "race" name NAME@TAG is the catalog's NAME built otherwise (other defines) int
 candidate {cubin: PATH, split: S} is a build of kernels/matmul_bf16/stream_tma.cu in results/build/PATH launched
 on S blocks a tile (K split among them; PDL where the cubin says); a "next" NAME@TAG is a build of it with NEXT_L2
 (data/checks/model-decode-next-h200), given the weight of the launch {ahead: A} after it (1 unless said: the next)
-as a third tensor map (its graphs are whole turns of the copies; a build without NEXT_L2 takes two maps, and
-launched so it reads garbage arguments).
+as a third tensor map (its graphs are whole turns of the copies; a build without NEXT_L2, whose kernel takes two
+maps, is refused).
 
 Per shape: every kernel verified first, output poisoned with NaN: the exact check (small integers, exact in BF16
 and in FP32 sums) and the rounding check (random BF16 values) against the float64 product, on the GPU; a kernel
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from gpumm.analyse import model  # noqa: E402
-from gpumm.run import reads, verify  # noqa: E402
+from gpumm.run import operations, reads, verify  # noqa: E402
 from gpumm.setup import catalog  # noqa: E402
 
 # token count: the candidates (name, kind, defines): "warp" a warp per ROWS rows of tools/model/stream.cu; "split"
@@ -55,6 +55,7 @@ CANDIDATES = {
 }
 FILES = {"split": ("matmul_bf16/stream.cu", "bf16_stream"), "mma": ("matmul_bf16/stream_mma.cu", "bf16_stream_mma")}
 SAMPLES, WARMUP = 15, 3
+BF16 = operations.get("matmul_bf16")  # its checks
 
 
 def built(file: str, defines: dict, arch: str) -> Path:
@@ -254,7 +255,7 @@ def main() -> None:
         cold = [weight] + [weight.copy() for _ in range(max(1, math.ceil(3 * l2 / weight.nbytes)))]
         for kernel, bind in launchers(cupy, mod, read_mod, m, n, k, arch, chosen):
             is_read = kernel.startswith("read_")
-            why = read_checked(cupy, bind, n, k) if is_read else verify.bf16_checked(bind, m, n, k, cupy)
+            why = read_checked(cupy, bind, n, k) if is_read else BF16.checked(bind, m, n, k, cupy)
             if why:
                 rows.append(
                     {"layer": s.layer, "M": m, "N": n, "K": k, "kernel": kernel, "status": "failed"} | {"reason": why}

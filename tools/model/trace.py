@@ -10,10 +10,10 @@ stamps go in at lines of stream_tma.cu named in EDITS: an edit of the kernel tha
 which, rather than trace something else.
 
 ``run`` (on the GPU) times nothing: for each layer (at --tokens tokens), each build passes the exact and rounding
-checks first (verify.bf16_checked: fresh inputs, output poisoned), then a CUDA graph of --launches back-to-back
-launches over cold copies of the weight (over three times the L2) runs twice, and the stamps of the second are
-written, one row a block: OUT/trace.csv (layer, build, launch, block, sm, the stamps in ns from the graph's first
-block start).
+checks first (the BF16 operation's `checked`: fresh inputs, output poisoned), then a CUDA graph of --launches
+back-to-back launches over cold copies of the weight (over three times the L2) runs twice, and the stamps of the
+second are written, one row a block: OUT/trace.csv (layer, build, launch, block, sm, the stamps in ns from the
+graph's first block start).
 
     python tools/model/trace.py build
     python tools/model/trace.py run OUT [--layers qkv,out,down] [--builds pdl,plain,pdll4] [--launches 20]
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from gpumm.analyse import model  # noqa: E402
-from gpumm.run import verify  # noqa: E402
+from gpumm.run import operations, verify  # noqa: E402
 from gpumm.run.launch import Launcher  # noqa: E402
 from gpumm.setup import catalog  # noqa: E402
 
@@ -223,7 +223,7 @@ def run(args) -> None:
         for build in args.builds.split(","):
             cubin = ROOT / "results" / "carry" / "trace" / build / "kernel.cubin"
             kernel = Launcher(catalog.from_id(BASE), cubin)  # PDL where the build says
-            why = verify.bf16_checked(kernel.bind, m, n, k, cupy)  # fresh inputs, output poisoned, both checks
+            why = operations.get("matmul_bf16").checked(kernel.bind, m, n, k, cupy)  # both checks, output poisoned
             print(f"{layer} {build}: {'checked' if not why else 'FAILED: ' + why}", flush=True)
             if why:
                 continue

@@ -161,6 +161,22 @@ class MatmulBF16(Matmul):
         a, bt = (verify.bf16_values(w, _xp(w)) for w in inputs)
         return verify.reference(a, bt.T, cpu_max_mnk, absolute=absolute)
 
+    def checked(self, bind, M: int, N: int, K: int, xp, seed: int = 7) -> str:
+        """Both checks at one shape of a product outside the catalog (the explorations under tools/model/): fresh
+        inputs, C poisoned with NaN before each launch, the float64 references computed where ``xp`` computes;
+        '' where it passes them, else why not. ``bind(A, Bt, C)`` returns the launch (C = A·Btᵀ, FP32)."""
+        for exact in (True, False):
+            A, W = self.inputs(exact, seed, M, N, K, xp)
+            C = xp.full((M, N), np.nan, dtype=xp.float32)
+            bind(A, W, C)()
+            if xp is not np:
+                xp.cuda.Device().synchronize()
+            ref, abs_ref, where = self.reference([A, W], M * N * K if xp is np else 0, absolute=not exact)
+            check = verify.compare_exact(C, ref, where) if exact else verify.compare(C, ref, abs_ref, K, where)
+            if not check.ok:
+                return check.reason
+        return ""
+
 
 class Transpose(Operation):
     """out = inᵀ; checked exactly: a transpose only moves bits."""

@@ -207,21 +207,3 @@ def compare_equal(out, expected) -> Check:
             "exact",
         )
     return Check(True, 0.0, 0.0, where, "", "exact")
-
-
-def bf16_checked(bind, M: int, N: int, K: int, xp, seed: int = 7) -> str:
-    """Both checks of a BF16 product at one shape on fresh inputs, its output poisoned with NaN before each
-    launch: '' where it passes them, else why not. ``bind(A, Bt, C)`` returns the launch (C = A·Btᵀ, FP32); the
-    float64 references are computed where ``xp`` computes (for the explorations under tools/model/)."""
-    for exact in (True, False):
-        A, W = (bf16_exact_inputs if exact else bf16_random_inputs)(seed, M, N, K, xp)
-        C = xp.full((M, N), np.nan, dtype=xp.float32)
-        bind(A, W, C)()
-        if xp is not np:
-            xp.cuda.Device().synchronize()
-        on_cpu = M * N * K if xp is np else 0
-        ref, abs_ref, where = reference(bf16_values(A, xp), bf16_values(W, xp).T, on_cpu, absolute=not exact)
-        check = compare_exact(C, ref, where) if exact else compare(C, ref, abs_ref, K, where)
-        if not check.ok:
-            return check.reason
-    return ""
