@@ -195,13 +195,13 @@ def dispatch_table(
     checks: pd.DataFrame | None = None,
     ceiling: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """The dispatcher at every shape the dispatch step timed (cold weights): what it picked, from which fitted
-    shape, its share of cuBLAS BF16 and of the bound, the µs its launch takes over the bound, and the goal of its
-    regime (decode: M = 1 and 16; prefill:
-    M of 1024 and more) with whether it is met. A shape where the pick failed its check (``checks``: the
-    dispatch step's) was not timed: a row without a time, a goal there not met. ``ceiling``: the layer's weight
-    read alone (``ceiling_table``), its share of the read rate; ``reachable`` (decode goals only): whether that
-    share is at least the goal's 90%, so that a kernel reading the weight once could meet it at this size."""
+    """The dispatcher at every shape the dispatch step timed (cold weights): what it picked, from which fitted shape,
+    its share of cuBLAS BF16 and of the bound, the µs its launch takes over the bound, and the goal of its regime
+    (decode: M = 1 and 16; prefill: M of 1024 and more) with whether it is met. A shape where the pick failed its
+    check (``checks``: the dispatch step's) was not timed: a row without a time, a goal there not met. ``ceiling``:
+    the layer's weight read alone (``ceiling_table``), its share of the read rate; ``reachable`` (decode goals
+    only): whether that share is at least the goal's 90%, so that a kernel reading the weight once could meet it at
+    this size."""
     d = rates[(rates.step == "dispatch") & (rates.kernel == "dispatch") & (rates.weights == "cold")]
     of_read = {} if ceiling is None else dict(zip(ceiling.layer, ceiling.of_read))
     rows = []
