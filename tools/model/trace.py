@@ -54,6 +54,13 @@ STAMPS = [
     "loop",
 ]
 N = len(STAMPS)
+
+
+def stamp(name: str) -> str:
+    """The line that stamps ``name``: its place in STAMPS, the column it is read back into."""
+    return f"st[{STAMPS.index(name)}] = now();"
+
+
 KERNEL = ROOT / "kernels" / "matmul_bf16" / "stream_tma.cu"
 BASE = "bf16_stream_tma_pdl_k4s5e"  # the catalog entry whose defines the builds start from, and whose launch they take
 GLOBALS = f"""
@@ -72,7 +79,7 @@ __device__ __forceinline__ unsigned long long now()
 """
 RECORD = f"""    asm volatile("bar.sync 1, 128;" ::: "memory");  // every consumer has stored
     if (tid == 0) {{
-        st[9] = now();
+        {stamp("end")}
         unsigned sm_id;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_id));
         const unsigned i = atomicAdd(&trace_n, 1u) % 16384;
@@ -92,42 +99,43 @@ EDITS = [
         "#if TRACE_PROBE && PDL\n    __shared__ alignas(8) uint64_t probe_bar;\n#endif\n"
         "    if (threadIdx.x == 0) {\n"
         f"        for (int j = 1; j < {N}; ++j) {{\n"
-        "            st[j] = 0;  // a stamp a build never reaches stays 0\n        }\n        st[0] = now();\n    }\n",
+        "            st[j] = 0;  // a stamp a build never reaches stays 0\n        }\n"
+        f"        {stamp('start')}\n    }}\n",
     ),
     (
         "    __syncthreads();\n",
         "#if TRACE_PROBE && PDL\n    if (threadIdx.x == 0) {\n"
         "        mbar_init(PROBE, 1);\n        mbar_init_fence();\n    }\n#endif\n",
-        "    if (threadIdx.x == 128) {\n        st[1] = now();\n    }\n",
+        f"    if (threadIdx.x == 128) {{\n        {stamp('synced')}\n    }}\n",
     ),
     (
         "            first = nk < STAGES ? nk : STAGES;  // fresh stages: no wait for a consumer\n",
         "",
-        "            st[11] = now();\n",
+        f"            {stamp('loop')}\n",
     ),
     (
         "                load_weight(sm, s, sm.full + 8 * s, &tmW, s * KS, n0, policy);\n",
         "",
-        "                if (s == 0) {\n                    st[2] = now();\n                }\n",
+        f"                if (s == 0) {{\n                    {stamp('one_asked')}\n                }}\n",
     ),
     (
         "            pdl_wait();  // the tokens are the kernel before's output\n",
-        "            st[3] = now();\n",
-        "            st[4] = now();\n",
+        f"            {stamp('asked')}\n",
+        f"            {stamp('waited')}\n",
     ),
-    ("        return;\n", "        if (tid == 128) {\n            st[5] = now();\n        }\n", ""),
+    ("        return;\n", f"        if (tid == 128) {{\n            {stamp('last_asked')}\n        }}\n", ""),
     (
         "    float d[8];\n",
         "#if TRACE_PROBE && PDL\n    mbar_wait(PROBE, 0);  // stage 0's weight in\n"
-        "    if (tid == 0) {\n        st[10] = now();\n    }\n#endif\n",
+        f"    if (tid == 0) {{\n        {stamp('w0_in')}\n    }}\n#endif\n",
         "",
     ),
     (
         "    consume(ring, prev, sm.full, nk, [&](int s, int kt) { mma_stage(d, sm, s, kt == 0); }, release);\n",
         "",
-        "    if (tid == 0) {\n        st[7] = now();\n    }\n",
+        f"    if (tid == 0) {{\n        {stamp('last_in')}\n    }}\n",
     ),
-    ("    store_rows(d, C, M, N, n0, tid);\n", "    if (tid == 0) {\n        st[8] = now();\n    }\n", RECORD),
+    ("    store_rows(d, C, M, N, n0, tid);\n", f"    if (tid == 0) {{\n        {stamp('c_wait')}\n    }}\n", RECORD),
 ]
 PROBE_LOAD = (  # build `probe`: stage 0's weight completes on PROBE, its full barrier waits for the tokens alone
     "                mbar_expect_tx(sm.full + 8 * s, Smem::TX);\n"
@@ -142,7 +150,7 @@ PROBE_LOAD = (  # build `probe`: stage 0's weight completes on PROBE, its full b
 )
 FIRST_IN = (  # the consumers' first stage in: inside the loop's lambda
     "[&](int s, int kt) { mma_stage(d, sm, s, kt == 0); }",
-    "[&](int s, int kt) {\n        if (tid == 0 && kt == 0) {\n            st[6] = now();\n        }\n"
+    f"[&](int s, int kt) {{\n        if (tid == 0 && kt == 0) {{\n            {stamp('first_in')}\n        }}\n"
     "        mma_stage(d, sm, s, kt == 0);\n    }",
 )
 BUILDS = {
