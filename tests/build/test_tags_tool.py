@@ -93,5 +93,7 @@ def test_every_patch_a_checks_calls_script_builds_with_applies_to_this_tree():
     }
     assert len(patches) >= 10, "the checks' calls scripts name fewer patches than they did"
     for script, patch in sorted(patches):
-        proc = subprocess.run(["git", "apply", "--check", str(patch)], cwd=ROOT, capture_output=True, text=True)
-        assert proc.returncode == 0, (script.relative_to(ROOT), patch.name, proc.stderr[:300])
+        try:
+            tags.check_patch(patch)  # as tags.py checks it before it builds
+        except tags.TagError as exc:
+            pytest.fail(f"{script.relative_to(ROOT)}: {exc}"[:500])
