@@ -1,5 +1,7 @@
 """Issue 40: the model step's plan, by hand (no GPU): who takes a shape, how many cold copies, how many launches."""
 
+from types import SimpleNamespace
+
 import pytest
 
 from gpumm.run import layers, rule
@@ -16,6 +18,14 @@ def test_a_member_takes_at_most_its_max_m_tokens():
     m = layers.Member("s", None, 8)
     assert layers.takes(m, 8, 4096) == "" and layers.takes(m, 9, 4096) == "M = 9 > MAX_M = 8"
     assert layers.takes(layers.Member("any"), 8192, 4096) == ""
+
+
+def test_a_tma_member_refuses_a_k_its_tensor_maps_cannot_read():
+    """takes() asks the launcher's geometry (a TMA kernel's rows are read at a pitch of 16 bytes)."""
+    tma = layers.Member("t", SimpleNamespace(geometry={"tma": 1}))
+    assert layers.takes(tma, 16, 4096) == ""
+    assert "K = 4095 is not a multiple of 8" in layers.takes(tma, 16, 4095)
+    assert layers.takes(layers.Member("p", SimpleNamespace(geometry={"tma": 0})), 16, 4095) == ""
 
 
 @pytest.mark.parametrize(

@@ -128,7 +128,7 @@ def launchers(cupy, mod, read, m: int, n: int, k: int, arch: str, candidates: di
                     f"run.py: {name}: a next candidate is a build with NEXT_L2 (the next launch's weight as a third "
                     f"tensor map); its kernel takes {maps}"
                 )
-            geom, fn = race._geom, race._fn
+            geom, fn = race.geometry, race.function
             grid, block = race.variant.grid_dims(m, n, k, sms=sm_count()), race.variant.block_dims()
 
             def chained(A, W, C, nxt=None):

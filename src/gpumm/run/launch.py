@@ -72,6 +72,17 @@ class Launcher:
             ptr = ctypes.POINTER(ctypes.c_float)
             self._host.argtypes = [ptr, ptr, ptr, ctypes.c_int, ctypes.c_int, ctypes.c_int]
 
+    @property
+    def geometry(self) -> dict | None:
+        """A BF16 kernel's launch geometry as its cubin states it (gpumm.run.hopper.geometry), else None."""
+        return self._geom
+
+    @property
+    def function(self):
+        """The loaded kernel (a cupy.RawKernel), None for cuBLAS and the CPU: for a launch ``bind`` does not make
+        (tools/model/run.py's chained launches)."""
+        return self._fn
+
     def bind(self, *arrays, scratch: Callable | None = None, grid: tuple | None = None) -> Bound:
         """The variant's operation on its arrays: inputs then output (a matmul: A, B, C).
 

@@ -61,7 +61,7 @@ def takes(member: Member, M: int, K: int) -> str:
     """'' where the member takes the shape, else why not (more tokens than its build holds; K against the TMA)."""
     if member.max_m is not None and M > member.max_m:
         return f"M = {M} > MAX_M = {member.max_m}"
-    geom = getattr(member.launcher, "_geom", None)
+    geom = getattr(member.launcher, "geometry", None)
     if geom:
         from gpumm.run import hopper
 
