@@ -1,11 +1,13 @@
 """Paired comparisons, the power fields of a set and the paired step's plan, on the CPU with recorded streams."""
 
 import math
+import time
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
-from gpumm.run import clocks, pairing, races
+from gpumm.run import clocks, paired, pairing, races
 from gpumm.setup import catalog
 
 # ---------------------------------------------------------------- the paired ratio
@@ -90,6 +92,37 @@ def test_power_is_the_mean_of_the_samples_inside_each_span_after_settling():
     p = pairing.power_per_member({"a": (0.0, 0.1), "b": (0.1, 0.2)}, samples, settle_s=0.02)
     assert p["a"].mean_w == pytest.approx(710.0) and p["a"].peak_w == 720.0 and p["a"].samples == 2  # 0.01 settling
     assert p["b"].samples == 1 and p["b"].mean_w == pytest.approx(410.0)
+
+
+class _LateBuffer:
+    """NVML's power buffer as the paired step reads it: a sample every 20 ms, shown ``lag_s`` after its stamp."""
+
+    def __init__(self, lag_s: float, every_s: float = 0.02):
+        self.lag_s, self.every_s, self.t0, self.reads = lag_s, every_s, time.time(), 0
+
+    def power_samples_mw_stamped(self, since_us):
+        self.reads += 1
+        shown = time.time() - self.lag_s
+        n = int((shown - self.t0) / self.every_s)
+        return [(int((self.t0 + i * self.every_s) * 1e6), 300e3) for i in range(max(n, 0) + 1)]
+
+
+def test_the_energy_phase_reads_the_buffer_until_its_last_members_samples_are_shown():
+    """A phase ending now misses the samples stamped in its last moments where NVML shows them later (an H200 run's
+    GPU test once found its last member with none): the poll reads on until one is stamped after the end."""
+    late = _LateBuffer(lag_s=0.08)
+    poll = paired._Poll(SimpleNamespace(available=True, _nvml=late))
+    end_us = int(time.time() * 1e6)
+    poll.until_stamped(end_us, timeout_s=1.0)
+    assert max(poll.power) > end_us and late.reads > 1
+    never = _LateBuffer(lag_s=10.0)  # nothing shown in time: it gives up after the timeout
+    poll = paired._Poll(SimpleNamespace(available=True, _nvml=never))
+    t = time.perf_counter()
+    poll.until_stamped(int(time.time() * 1e6), timeout_s=0.1)
+    assert 0.1 <= time.perf_counter() - t < 0.5 and max(poll.power) < int(time.time() * 1e6)
+    poll = paired._Poll(SimpleNamespace(available=False, _nvml=None))  # no NVML: nothing to wait for
+    poll.until_stamped(int(time.time() * 1e6))
+    assert poll.power == {}
 
 
 def test_a_set_whose_reasons_say_power_cap_is_throttled_at_full_clock():

@@ -100,6 +100,22 @@ class _Poll:
         except Exception:
             pass
 
+    def until_stamped(self, wall_us: int, timeout_s: float = 0.5) -> None:
+        """Read the buffer until it holds a sample stamped after ``wall_us`` (wall clock µs), at most ``timeout_s``:
+        NVML shows a sample up to about 3 ms after its stamp on an H200 (data/checks/power-lag-h200), so a read as
+        the phase ends can miss the last member's final sample."""
+        if not self.watch.available:
+            return
+        nvml, give_up = self.watch._nvml, time.perf_counter() + timeout_s
+        while time.perf_counter() < give_up:
+            try:
+                self._fetch(nvml)
+            except Exception:
+                return
+            if self.power and max(self.power) > wall_us:
+                return
+            time.sleep(0.005)
+
     def samples(self) -> list[tuple[float, float]]:
         """The power samples as (host clock s, mW), in time order."""
         return sorted((stamp / 1e6 - self.offset, mw) for stamp, mw in self.power.items())
@@ -147,7 +163,7 @@ def _energy_phase(members: list[Member], settings: dict, watch: clocks.Watch) ->
             if len(plan) >= 2:  # at most two members queued: the host keeps up, the GPU never waits
                 plan[-2][1][-1].synchronize()
         plan[-1][1][-1].synchronize()
-        time.sleep(0.002)
+        poll.until_stamped(int(time.time() * 1e6))  # the last member's power samples in the buffer
     spans, blocks, times, at_of = {}, [], {}, {}
     for m, evs in plan:
         at = [t_ref + cupy.cuda.get_elapsed_time(ref, e) / 1e3 for e in evs]
