@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from gpumm.run import clocks, paired, pairing, races
+from gpumm.run import clocks, nvml_poll, pairing, races
 from gpumm.setup import catalog
 
 # ---------------------------------------------------------------- the paired ratio
@@ -111,16 +111,16 @@ def test_the_energy_phase_reads_the_buffer_until_its_last_members_samples_are_sh
     """A phase ending now misses the samples stamped in its last moments where NVML shows them later (an H200 run's
     GPU test once found its last member with none): the poll reads on until one is stamped after the end."""
     late = _LateBuffer(lag_s=0.08)
-    poll = paired._Poll(SimpleNamespace(available=True, _nvml=late))
+    poll = nvml_poll.Poll(SimpleNamespace(available=True, _nvml=late))
     end_us = int(time.time() * 1e6)
     poll.until_stamped(end_us, timeout_s=1.0)
     assert max(poll.power) > end_us and late.reads > 1
     never = _LateBuffer(lag_s=10.0)  # nothing shown in time: it gives up after the timeout
-    poll = paired._Poll(SimpleNamespace(available=True, _nvml=never))
+    poll = nvml_poll.Poll(SimpleNamespace(available=True, _nvml=never))
     t = time.perf_counter()
     poll.until_stamped(int(time.time() * 1e6), timeout_s=0.1)
     assert 0.1 <= time.perf_counter() - t < 0.5 and max(poll.power) < int(time.time() * 1e6)
-    poll = paired._Poll(SimpleNamespace(available=False, _nvml=None))  # no NVML: nothing to wait for
+    poll = nvml_poll.Poll(SimpleNamespace(available=False, _nvml=None))  # no NVML: nothing to wait for
     poll.until_stamped(int(time.time() * 1e6))
     assert poll.power == {}
 
