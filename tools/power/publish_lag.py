@@ -44,9 +44,8 @@ def main() -> None:
                 seen[int(s.timeStamp)] = (now, float(s.sampleValue.uiVal))
         time.sleep(0.002)
     cupy.cuda.Device().synchronize()
-    start = min(seen)  # the buffer's older samples were stamped before the first read: their lag is not known
     rows = sorted((t, first, mw) for t, (first, mw) in seen.items())
-    first_read = min(first for _, first, _ in rows)
+    first_read = min(first for _, first, _ in rows)  # samples stamped before it were there already: lag unknown
     with open(out / "lag.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["stamp_us", "first_seen_us", "power_mw", "lag_known"])
@@ -56,7 +55,7 @@ def main() -> None:
     stamps = [t for t, _, _ in rows]
     gaps = [(b - a) / 1e3 for a, b in zip(stamps, stamps[1:])]
     q = statistics.quantiles(known, n=20) if len(known) > 2 else known
-    print(f"{len(rows)} samples ({start}); stamp spacing ms: median {statistics.median(gaps):.1f}, max {max(gaps):.1f}")
+    print(f"{len(rows)} samples; stamp spacing ms: median {statistics.median(gaps):.1f}, max {max(gaps):.1f}")
     print(f"lag ms ({len(known)} samples stamped after the first read): min {min(known):.1f}, "
           f"median {statistics.median(known):.1f}, q95 {q[-1]:.1f}, max {max(known):.1f}")  # fmt: skip
 
