@@ -57,16 +57,7 @@ def launch_ms(movers):
         for vid, cubin in movers.items():
             graph = timing.capture(Launcher(catalog.from_id(vid), cubin).bind(A, out), 200)
             assert graph is not None, f"{vid}: its launches could not be captured in a CUDA graph"
-            graph.launch(stream)  # warm
-            times = []
-            for _ in range(3):
-                start, end = cupy.cuda.Event(), cupy.cuda.Event()
-                start.record(stream)
-                graph.launch(stream)
-                end.record(stream)
-                end.synchronize()
-                times.append(cupy.cuda.get_elapsed_time(start, end) / 200)
-            got[vid] = min(times)
+            got[vid] = min(timing.time_launches(lambda g=graph: g.launch(stream), 1, 3)) / 200
     return got
 
 

@@ -10,8 +10,8 @@ tags, in the order given.
     python tools/model/tags.py OUT BASE[,BASE...] TAG:K=V[,K=V...] ... [--patch FILE] [--candidates FILE]
         [--tokens 1,16] [--kind race] [--arch sm_90a] [--ahead 1]
 
-A TAG's name is letters, digits, '_', '.' and '-'; so is each value. ``--arch``: for a base whose catalog entry names
-none (the TMA streams name sm_90a themselves).
+A TAG's name is letters, digits, '_', '.', '+' and '-'; so is each value. ``--arch``: for a base whose catalog
+entry names none (the TMA streams name sm_90a themselves).
 
 For instance (data/checks/model-decode-tokens-h200, call 2):
 
